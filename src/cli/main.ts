@@ -1,0 +1,158 @@
+// `petstore` operator CLI. Uses the same config, store and services as the server.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { systemClock } from '../clock.js';
+import { ConfigError, loadConfig, type Environment } from '../config.js';
+import { ApiError } from '../errors.js';
+import { startServer } from '../server.js';
+import { createServices } from '../services/index.js';
+import { createStore } from '../store/index.js';
+
+class UsageError extends Error {}
+
+const HELP: Record<string, string> = {
+  root: `Usage: petstore <command> [options]
+
+Commands:
+  serve                          Run the HTTP server (what \`npm start\` runs)
+  migrate                        Apply pending database migrations
+  accounts create --name <name>  Create an account
+  keys create --account <id>     Create an API key (the secret is shown once)
+  keys list --account <id>       List an account's keys (never shows secrets)
+  keys revoke <keyId>            Revoke a key
+
+Every command reads PETSTORE_DATABASE_URL (default ./data/petstore.db) and PETSTORE_ENV.
+Run \`petstore <command> --help\` for a command's options.`,
+  serve: `Usage: petstore serve
+
+Runs the server on HOST:PORT (default 127.0.0.1:8080). Applies pending migrations
+first unless PETSTORE_MIGRATE_ON_START=false.`,
+  migrate: `Usage: petstore migrate [--json]
+
+Applies pending migrations to PETSTORE_DATABASE_URL and prints what it applied.`,
+  'accounts create': `Usage: petstore accounts create --name <name> [--json]
+
+Creates an account and prints its id. With --json, prints {"id","name","createdAt"}.`,
+  'keys create': `Usage: petstore keys create --account <accountId> [--env production|staging] [--json]
+
+Creates an API key for the account. The secret is printed once and never stored;
+keep it safe. --env defaults to PETSTORE_ENV (production). With --json, prints
+{"id","key","accountId","environment","hint","createdAt"}.`,
+  'keys list': `Usage: petstore keys list --account <accountId> [--json]
+
+Lists the account's keys with their hint and status. Secrets are never shown.`,
+  'keys revoke': `Usage: petstore keys revoke <keyId> [--json]
+
+Revokes the key. Requests with it are refused from then on.`,
+};
+
+const OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  json: { type: 'boolean' },
+  name: { type: 'string' },
+  account: { type: 'string' },
+  env: { type: 'string' },
+  workers: { type: 'string' },
+} satisfies ParseArgsConfig['options'];
+
+function print(json: boolean, value: unknown, text: string): void {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
+}
+
+async function withServices<T>(run: (services: Awaited<ReturnType<typeof createServices>>) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const store = await createStore(config);
+  try {
+    await store.migrate();
+    return await run(await createServices({ store, clock: systemClock, environment: config.environment }));
+  } finally {
+    await store.close();
+  }
+}
+
+function required(value: string | undefined, flag: string, command: string): string {
+  if (!value) throw new UsageError(`${flag} is required.\n\n${HELP[command]}`);
+  return value;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  const [group, action, ...rest] = positionals;
+  const command = group === 'accounts' || group === 'keys' ? `${group} ${action ?? ''}`.trim() : (group ?? 'root');
+  const json = values.json === true;
+
+  if (values.help || command === 'root') {
+    const help = HELP[command] ?? HELP[group ?? 'root'] ?? HELP.root;
+    process.stdout.write(`${help}\n`);
+    return values.help ? 0 : 1;
+  }
+
+  switch (command) {
+    case 'serve':
+      await startServer(loadConfig());
+      return -1; // keep running
+    case 'migrate': {
+      const config = loadConfig();
+      const store = await createStore(config);
+      try {
+        const applied = await store.migrate();
+        print(json, { applied }, applied.length ? `Applied migrations: ${applied.join(', ')}` : 'No pending migrations.');
+      } finally {
+        await store.close();
+      }
+      return 0;
+    }
+    case 'accounts create': {
+      const name = required(values.name, '--name', command);
+      const account = await withServices((s) => s.accounts.create(name));
+      print(json, account, `Created account ${account.id} (${account.name}).\nNext: petstore keys create --account ${account.id}`);
+      return 0;
+    }
+    case 'keys create': {
+      const accountId = required(values.account, '--account', command);
+      const env = values.env;
+      if (env !== undefined && env !== 'production' && env !== 'staging') {
+        throw new UsageError('--env must be "production" or "staging".');
+      }
+      const key = await withServices((s) => s.apiKeys.create(accountId, env as Environment | undefined));
+      print(
+        json,
+        key,
+        `Created ${key.environment} key ${key.id} for ${key.accountId}.\n\n  ${key.key}\n\nThis is the only time the key is shown. Store it safely.`,
+      );
+      return 0;
+    }
+    case 'keys list': {
+      const accountId = required(values.account, '--account', command);
+      const keys = await withServices((s) => s.apiKeys.list(accountId));
+      const lines = keys.map(
+        (k) => `${k.id}  ${k.environment.padEnd(10)}  ${k.hint}  created ${k.createdAt}  ${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`,
+      );
+      print(json, keys, lines.length ? lines.join('\n') : 'No keys.');
+      return 0;
+    }
+    case 'keys revoke': {
+      const keyId = rest[0] ?? positionals[2];
+      const key = await withServices((s) => s.apiKeys.revoke(required(keyId, '<keyId>', command)));
+      print(json, key, `Revoked key ${key.id} at ${key.revokedAt}.`);
+      return 0;
+    }
+    default:
+      throw new UsageError(`Unknown command "${positionals.join(' ')}".\n\n${HELP.root}`);
+  }
+}
+
+export async function run(argv: string[]): Promise<void> {
+  try {
+    const code = await main(argv);
+    if (code >= 0) process.exitCode = code;
+  } catch (err) {
+    const message =
+      err instanceof UsageError || err instanceof ConfigError || err instanceof ApiError
+        ? err.message
+        : err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')
+          ? `${err.message}\n\nRun \`petstore --help\` for usage.`
+          : `Unexpected error: ${err instanceof Error ? err.message : String(err)}`;
+    process.stderr.write(`petstore: ${message}\n`);
+    process.exitCode = err instanceof UsageError || (err instanceof TypeError && 'code' in err) ? 2 : 1;
+  }
+}

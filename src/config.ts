@@ -1,0 +1,94 @@
+// The only module that reads process.env. Everything else receives a Config.
+import path from 'node:path';
+
+export type Environment = 'production' | 'staging';
+
+export interface Config {
+  host: string;
+  port: number;
+  /** SQLite file path or postgres:// URL. */
+  databaseUrl: string;
+  environment: Environment;
+  logLevel: string;
+  /** Server URLs published in the OpenAPI document; both end in /v1. */
+  productionUrl: string;
+  stagingUrl: string;
+  /** Maximum request body in bytes. */
+  bodyLimit: number;
+  /** Apply pending migrations when `serve` starts. */
+  migrateOnStart: boolean;
+  /** PostgreSQL pool size per process. */
+  pgPoolMax: number;
+  /** Redis URL for shared rate limits; undefined means in-memory. */
+  redisUrl: string | undefined;
+  /** Requests per second allowed per API key, and the burst on top. */
+  rateLimitPerSecond: number;
+  rateLimitBurst: number;
+  /** How long to wait for in-flight requests on SIGTERM, in ms. */
+  shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function serverUrl(env: Env, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute URL ending in /v1, got "${raw}"`);
+  }
+  if (!url.pathname.replace(/\/$/, '').endsWith('/v1')) {
+    throw new ConfigError(`${name} must end in /v1 (the version segment), got "${raw}"`);
+  }
+  return raw.replace(/\/$/, '');
+}
+
+export const DEFAULT_DATABASE_URL = path.join('data', 'petstore.db');
+
+export function loadConfig(env: Env = process.env): Config {
+  const environment = env.PETSTORE_ENV || 'production';
+  if (environment !== 'production' && environment !== 'staging') {
+    throw new ConfigError(`PETSTORE_ENV must be "production" or "staging", got "${environment}"`);
+  }
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  return {
+    host,
+    port,
+    databaseUrl: env.PETSTORE_DATABASE_URL || DEFAULT_DATABASE_URL,
+    environment,
+    logLevel: env.PETSTORE_LOG_LEVEL || 'info',
+    productionUrl: serverUrl(env, 'PETSTORE_PRODUCTION_URL', `http://localhost:${port || 8080}/v1`),
+    stagingUrl: serverUrl(env, 'PETSTORE_STAGING_URL', 'https://staging.petstore.example/v1'),
+    bodyLimit: integer(env, 'PETSTORE_BODY_LIMIT', 64 * 1024, 1024, 16 * 1024 * 1024),
+    migrateOnStart: boolean(env, 'PETSTORE_MIGRATE_ON_START', true),
+    pgPoolMax: integer(env, 'PETSTORE_PG_POOL_MAX', 10, 1, 1000),
+    redisUrl: env.PETSTORE_REDIS_URL || undefined,
+    rateLimitPerSecond: integer(env, 'PETSTORE_RATE_LIMIT_PER_SECOND', 100, 1, 1_000_000),
+    rateLimitBurst: integer(env, 'PETSTORE_RATE_LIMIT_BURST', 200, 0, 1_000_000),
+    shutdownTimeoutMs: integer(env, 'PETSTORE_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+  };
+}

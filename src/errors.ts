@@ -1,0 +1,114 @@
+// The error model: every failure the API can report is one of these classes,
+// each with a stable machine-readable `code` and the HTTP status it maps to.
+// The codes are part of the public contract (documented in the OpenAPI document).
+
+export const ERROR_CODES = {
+  invalid_request: 'The request has a missing, unknown or invalid parameter or body field.',
+  invalid_json: 'The request body is not valid JSON (or not valid UTF-8).',
+  invalid_content_type: 'The request has a body but its Content-Type is not application/json.',
+  invalid_cursor: 'The pagination cursor is malformed, tampered with, or was issued for another filter.',
+  unauthorized: 'The API key is missing, malformed, unknown, revoked, or for another environment.',
+  not_found: 'The resource or route does not exist (or belongs to another account).',
+  method_not_allowed: 'The route exists but does not support this HTTP method.',
+  gone: 'The operation was removed after its sunset date.',
+  payload_too_large: 'The request body is larger than the limit.',
+  headers_too_large: 'The request headers are larger than the limit (16 KiB).',
+  request_timeout: 'The client sent the request too slowly.',
+  idempotency_key_reused: 'The Idempotency-Key was already used with a different request body.',
+  idempotency_key_in_use: 'A request with the same Idempotency-Key is still being processed.',
+  rate_limited: 'Too many requests for this API key; retry after the indicated delay.',
+  internal_error: 'An unexpected error occurred on the server.',
+  service_unavailable: 'A dependency (the database) is unavailable; retry after the indicated delay.',
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class ApiError extends Error {
+  override name = 'ApiError';
+  /** Extra response headers (WWW-Authenticate, Retry-After, Allow, ...). */
+  readonly headers: Record<string, string>;
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode,
+    message: string,
+    headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.headers = headers;
+  }
+}
+
+export class InvalidRequestError extends ApiError {
+  constructor(message: string) { super(400, 'invalid_request', message); }
+}
+export class InvalidJsonError extends ApiError {
+  constructor(message: string) { super(400, 'invalid_json', message); }
+}
+export class InvalidContentTypeError extends ApiError {
+  constructor(message: string) { super(400, 'invalid_content_type', message); }
+}
+export class InvalidCursorError extends ApiError {
+  constructor(message: string) { super(400, 'invalid_cursor', message); }
+}
+/** Header values must be visible ASCII; quotes and backslashes would end the quoted-string. */
+const headerSafe = (text: string) => text.replace(/[^\x20-\x7e]|["\\`]/g, '');
+
+export class UnauthorizedError extends ApiError {
+  /** tokenPresented: RFC 6750 says error="invalid_token" only when a token was sent. */
+  constructor(message: string, tokenPresented: boolean) {
+    const challenge = tokenPresented
+      ? `Bearer realm="petstore", error="invalid_token", error_description="${headerSafe(message)}"`
+      : 'Bearer realm="petstore"';
+    super(401, 'unauthorized', message, { 'www-authenticate': challenge });
+  }
+}
+export class NotFoundError extends ApiError {
+  constructor(message: string) { super(404, 'not_found', message); }
+}
+export class MethodNotAllowedError extends ApiError {
+  constructor(method: string, url: string, allowed: string[]) {
+    super(405, 'method_not_allowed', `${method} is not supported on ${url}. Allowed methods: ${allowed.join(', ')}.`, {
+      allow: allowed.join(', '),
+    });
+  }
+}
+export class GoneError extends ApiError {
+  constructor(message: string) { super(410, 'gone', message); }
+}
+export class PayloadTooLargeError extends ApiError {
+  constructor(limit: number) {
+    super(413, 'payload_too_large', `The request body is larger than ${limit} bytes. Send a smaller body.`);
+  }
+}
+export class IdempotencyKeyReusedError extends ApiError {
+  constructor() {
+    super(422, 'idempotency_key_reused',
+      'This Idempotency-Key was already used with a different request body. Use a new key for a new request.');
+  }
+}
+export class IdempotencyKeyInUseError extends ApiError {
+  constructor() {
+    super(409, 'idempotency_key_in_use',
+      'A request with this Idempotency-Key is still in progress. Retry after it completes.', { 'retry-after': '1' });
+  }
+}
+export class RateLimitedError extends ApiError {
+  constructor(retryAfterSeconds: number, headers: Record<string, string>) {
+    super(429, 'rate_limited',
+      `Rate limit exceeded for this API key. Retry after ${retryAfterSeconds} second(s).`,
+      { ...headers, 'retry-after': String(retryAfterSeconds) });
+  }
+}
+export class ServiceUnavailableError extends ApiError {
+  constructor(message = 'The service is temporarily unavailable. Retry shortly.', retryAfterSeconds = 2) {
+    super(503, 'service_unavailable', message, { 'retry-after': String(retryAfterSeconds) });
+  }
+}
+export class InternalError extends ApiError {
+  constructor() { super(500, 'internal_error', 'An unexpected error occurred. It has been logged; retry or contact support with the X-Request-Id.'); }
+}
+
+/** Thrown by stores when the database cannot be reached; mapped to 503. */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError';
+}

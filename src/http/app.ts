@@ -1,0 +1,114 @@
+// The one wiring point: builds the HTTP app from config, store and logger.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type HTTPMethods } from 'fastify';
+import secureJson from 'secure-json-parse';
+import { type Clock, systemClock } from '../clock.js';
+import type { Config } from '../config.js';
+import { InvalidJsonError, InvalidRequestError, MethodNotAllowedError } from '../errors.js';
+import { sharedSchemas } from '../schemas/index.js';
+import { createServices } from '../services/index.js';
+import type { Store } from '../store/types.js';
+import { clientErrorHandler, registerErrorHandling } from './plugins/errors.js';
+import { registerOpenApi } from './plugins/openapi.js';
+import { healthRoutes } from './routes/health.js';
+import { petRoutes } from './routes/pets.js';
+import { createValidatorCompiler } from './validation.js';
+
+export interface AppDeps {
+  config: Config;
+  store: Store;
+  logger: FastifyBaseLogger;
+  clock?: Clock;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function parseJson(body: Buffer): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    throw new InvalidJsonError('The request body is not valid UTF-8. Send JSON encoded as UTF-8.');
+  }
+  if (text.trim() === '') throw new InvalidRequestError('The request body is empty. Send a JSON object.');
+  try {
+    return secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch (err) {
+    const reason = err instanceof SyntaxError && /forbidden prototype/i.test(err.message)
+      ? 'it contains a forbidden "__proto__" or "constructor.prototype" key'
+      : err instanceof RangeError ? 'it is nested too deeply' : `${(err as Error).message}`;
+    throw new InvalidJsonError(`The request body is not valid JSON: ${reason}.`);
+  }
+}
+
+const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+export async function buildApp({ config, store, logger, clock = systemClock }: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: logger,
+    bodyLimit: config.bodyLimit,
+    requestIdHeader: false,
+    genReqId: (req: IncomingMessage) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    clientErrorHandler,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const services = await createServices({ store, clock, environment: config.environment });
+
+  for (const schema of sharedSchemas) app.addSchema(schema);
+  app.setValidatorCompiler(createValidatorCompiler(sharedSchemas));
+  registerErrorHandling(app, config.bodyLimit);
+
+  app.decorateRequest('auth', null);
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
+    try {
+      done(null, parseJson(body as Buffer));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    reply.header('x-content-type-options', 'nosniff');
+  });
+
+  // Remember each path's methods, so other methods answer 405 with Allow instead of 404.
+  const methodsByUrl = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    if (route.config && (route.config as { methodNotAllowed?: boolean }).methodNotAllowed) return;
+    const methods = methodsByUrl.get(route.url) ?? new Set<string>();
+    for (const m of ([] as string[]).concat(route.method)) methods.add(m);
+    methodsByUrl.set(route.url, methods);
+  });
+
+  await registerOpenApi(app, config);
+  await app.register(healthRoutes, { store });
+  await app.register(petRoutes, { services, clock });
+
+  for (const [url, allowed] of methodsByUrl) {
+    const other = ALL_METHODS.filter((m) => !allowed.has(m));
+    if (other.length === 0) continue;
+    const allow = ALL_METHODS.filter((m) => allowed.has(m));
+    app.route({
+      method: other,
+      url,
+      config: { methodNotAllowed: true },
+      schema: { hide: true },
+      handler: async (request) => {
+        throw new MethodNotAllowedError(request.method, request.url.split('?')[0] ?? url, allow);
+      },
+    });
+  }
+
+  return app;
+}

@@ -1,0 +1,83 @@
+// The one place errors become responses: every non-2xx answer is {code, message, status}.
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { Socket } from 'node:net';
+import {
+  ApiError,
+  InternalError,
+  InvalidContentTypeError,
+  InvalidJsonError,
+  InvalidRequestError,
+  NotFoundError,
+  PayloadTooLargeError,
+  ServiceUnavailableError,
+  StoreUnavailableError,
+} from '../../errors.js';
+import { describeValidationError } from '../validation.js';
+
+function toApiError(error: FastifyError, request: FastifyRequest, bodyLimit: number): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof StoreUnavailableError) return new ServiceUnavailableError();
+  if (error.validation && error.validation.length > 0) {
+    const part = error.validationContext ?? 'body';
+    if (part === 'body' && request.headers['content-type'] === undefined && (request.body === null || request.body === undefined)) {
+      return new InvalidRequestError('The request body is required: send a JSON object with Content-Type: application/json.');
+    }
+    return new InvalidRequestError(describeValidationError(error.validation[0] as never, part));
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new PayloadTooLargeError(bodyLimit);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new InvalidContentTypeError(
+        `Content-Type "${request.headers['content-type'] ?? '(none)'}" is not supported. Send the body as JSON with Content-Type: application/json.`,
+      );
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new InvalidJsonError('The request body is empty. Send a JSON object.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new InvalidRequestError('The Content-Length header does not match the body sent.');
+    case 'FST_ERR_BAD_URL':
+      return new InvalidRequestError('The request URL is malformed (bad percent-encoding?).');
+  }
+  const status = error.statusCode ?? 500;
+  if (status === 404) return new NotFoundError('Not found.');
+  if (status >= 400 && status < 500) return new InvalidRequestError(error.message);
+  return new InternalError();
+}
+
+/** Raw error bodies for failures Node reports before Fastify sees a request. */
+function clientErrorResponse(error: NodeJS.ErrnoException): { status: number; body: string } {
+  const make = (status: number, code: string, message: string) => ({ status, body: JSON.stringify({ code, message, status }) });
+  if (error.code === 'HPE_HEADER_OVERFLOW') return make(431, 'headers_too_large', 'The request headers are larger than 16 KiB. Send smaller headers.');
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return make(408, 'request_timeout', 'The request was not received in time. Send it again, faster.');
+  return make(400, 'invalid_request', 'The HTTP request is malformed.');
+}
+
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const { status, body } = clientErrorResponse(error);
+  const reason = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' }[status];
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const apiError = toApiError(error, request, bodyLimit);
+    if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+    else request.log.info({ code: apiError.code, status: apiError.status }, apiError.message);
+    void reply
+      .status(apiError.status)
+      .headers(apiError.headers)
+      .type('application/json; charset=utf-8')
+      .send({ code: apiError.code, message: apiError.message, status: apiError.status });
+  });
+
+  app.setNotFoundHandler((request) => {
+    throw new NotFoundError(`No route for ${request.method} ${request.url.split('?')[0]}. The operations are listed in /v1/openapi.json.`);
+  });
+}

@@ -1,0 +1,44 @@
+// OpenAPI response objects for routes. Fastify serializes each status with its schema,
+// and @fastify/swagger publishes description, headers and content as written here.
+import Type from 'typebox';
+import { ErrorBody, ref } from '../schemas/index.js';
+
+type HeaderSpec = Record<string, { type: 'string'; description: string }>;
+
+export const json = <S>(schema: S) => ({ 'application/json': { schema } });
+
+export function success<S>(description: string, schema: S, headers: HeaderSpec = {}) {
+  return { description, ...(Object.keys(headers).length ? { headers } : {}), content: json(schema) };
+}
+
+export function errorResponse(description: string, headers: HeaderSpec = {}) {
+  return success(description, ref(ErrorBody), headers);
+}
+
+export const wwwAuthenticateHeader: HeaderSpec = {
+  'WWW-Authenticate': {
+    type: 'string',
+    description: 'RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused.',
+  },
+};
+
+export const retryAfterHeader: HeaderSpec = {
+  'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' },
+};
+
+/** Responses every authenticated operation can produce. */
+export function commonErrors(extraHeaders: HeaderSpec = {}) {
+  return {
+    401: errorResponse('The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`.', {
+      ...wwwAuthenticateHeader,
+      ...extraHeaders,
+    }),
+    500: errorResponse('Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support.', extraHeaders),
+    503: errorResponse('The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds.', {
+      ...retryAfterHeader,
+      ...extraHeaders,
+    }),
+  };
+}
+
+export const HealthBody = Type.Object({ status: Type.String() });

@@ -1,0 +1,117 @@
+// Thin handlers: validated input in, service call, shaped output. No business rules here.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Clock } from '../../clock.js';
+import { GoneError } from '../../errors.js';
+import { ListPetsQuery, NewPet, PAGE_LIMIT_DEFAULT, Pet, PetIdParams, Pets, ref } from '../../schemas/index.js';
+import type { Services } from '../../services/index.js';
+import { GET_PET_SUNSET_AT, getPetDeprecationHeaders } from '../deprecation.js';
+import { accountId, createAuthHook } from '../plugins/auth.js';
+import { commonErrors, errorResponse, success } from '../responses.js';
+
+const linkHeader = {
+  Link: {
+    type: 'string' as const,
+    description:
+      'RFC 8288 link to the next page: `</v1/pets?limit=20&cursor=…>; rel="next"` (root-relative; keeps `limit` and `status`). Absent on the last page.',
+  },
+};
+
+const deprecationHeaders = {
+  Deprecation: { type: 'string' as const, description: 'RFC 9745: when the operation was deprecated, as `@<unix seconds>`.' },
+  Sunset: { type: 'string' as const, description: 'RFC 8594: removal date, `Thu, 05 Dec 2030 00:00:00 GMT`. From then on: 410.' },
+  Link: {
+    type: 'string' as const,
+    description: 'The successor (`</v1/pets>; rel="successor-version"`) and the deprecation notice (`rel="deprecation"`).',
+  },
+};
+
+export const petRoutes: FastifyPluginAsyncTypebox<{ services: Services; clock: Clock }> = async (app, { services, clock }) => {
+  app.addHook('onRequest', createAuthHook(services.apiKeys));
+
+  app.get(
+    '/v1/pets',
+    {
+      schema: {
+        operationId: 'listPets',
+        tags: ['animals'],
+        summary: 'List all animals',
+        description:
+          'Returns a page of the account\'s animals in ascending `id` order, optionally filtered by `status`. ' +
+          'When more animals exist, the `Link` header carries `rel="next"`; follow it until it is absent. ' +
+          'Pages are keyset-based: every animal that existed when paging started is returned exactly once.',
+        querystring: ListPetsQuery,
+        response: {
+          200: success('A page of animals (a bare JSON array).', ref(Pets), linkHeader),
+          400: errorResponse('A query parameter is invalid (`invalid_request`) or the cursor is malformed or tampered with (`invalid_cursor`).'),
+          ...commonErrors(),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { limit = PAGE_LIMIT_DEFAULT, status, cursor } = request.query;
+      const page = await services.pets.list(accountId(request), { limit, status, cursor });
+      if (page.nextCursor) {
+        const next = new URLSearchParams({ limit: String(limit), ...(status ? { status } : {}), cursor: page.nextCursor });
+        reply.header('link', `</v1/pets?${next.toString()}>; rel="next"`);
+      }
+      return page.pets;
+    },
+  );
+
+  app.post(
+    '/v1/pets',
+    {
+      schema: {
+        operationId: 'createPet',
+        tags: ['animals'],
+        summary: 'Add an animal',
+        description: 'Adds an animal to the account. The response body includes the assigned `id`. A 201 is sent only once the animal is durably stored.',
+        body: NewPet,
+        response: {
+          201: success('Animal added. The body includes the assigned `id`.', ref(Pet)),
+          400: errorResponse(
+            'The body is missing, not JSON (`invalid_json`), not sent as application/json (`invalid_content_type`), or has a missing, unknown or invalid field (`invalid_request`).',
+          ),
+          413: errorResponse('The body is larger than 64 KiB (`payload_too_large`).'),
+          ...commonErrors(),
+        },
+      },
+    },
+    async (request, reply) => {
+      const pet = await services.pets.create(accountId(request), request.body);
+      return reply.status(201).send(pet);
+    },
+  );
+
+  app.get(
+    '/v1/pets/:petId',
+    {
+      onSend: async (_request, reply) => {
+        reply.headers(getPetDeprecationHeaders);
+      },
+      schema: {
+        operationId: 'getPet',
+        tags: ['animals'],
+        summary: 'Get an animal (deprecated)',
+        description:
+          'Deprecated: removed on 5 December 2030 (from then on it answers 410 `gone`). Use `GET /pets` with the `status` filter instead. ' +
+          'Every response carries `Deprecation`, `Sunset` and `Link` headers. An animal of another account answers 404, like a missing one.',
+        deprecated: true,
+        params: PetIdParams,
+        response: {
+          200: success('The animal.', ref(Pet), deprecationHeaders),
+          400: errorResponse('`petId` is not an integer from 1 to 9007199254740991 (`invalid_request`).', deprecationHeaders),
+          404: errorResponse('No animal with this id in the account (`not_found`).', deprecationHeaders),
+          410: errorResponse('The operation was removed at its sunset date (`gone`).', deprecationHeaders),
+          ...commonErrors(deprecationHeaders),
+        },
+      },
+    },
+    async (request) => {
+      if (clock.now() >= GET_PET_SUNSET_AT) {
+        throw new GoneError('GET /v1/pets/{petId} was removed on 5 December 2030. Use GET /v1/pets with the status filter instead.');
+      }
+      return services.pets.get(accountId(request), request.params.petId);
+    },
+  );
+};

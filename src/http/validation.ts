@@ -1,0 +1,77 @@
+// Request validation with two Ajv instances: bodies are validated strictly (no type
+// coercion, unknown fields rejected), while query and path strings are coerced to the
+// declared types. Errors become messages that name the field and say how to fix it.
+import { Ajv, type ErrorObject, type Options } from 'ajv';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { TSchema } from 'typebox';
+
+function newAjv(options: Options, schemas: TSchema[]): Ajv {
+  const ajv = new Ajv({ strict: true, strictTypes: false, allErrors: false, verbose: true, ...options });
+  // OpenAPI formats: constraints live in minimum/maximum, the format documents the wire type.
+  ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
+  ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && Math.abs(n) <= 2 ** 31 });
+  ajv.addKeyword({ keyword: 'x-enum-descriptions', schemaType: 'object' });
+  for (const schema of schemas) ajv.addSchema(schema);
+  return ajv;
+}
+
+export function createValidatorCompiler(schemas: TSchema[]): FastifySchemaCompiler<TSchema> {
+  const body = newAjv({ coerceTypes: false, useDefaults: false, removeAdditional: false }, schemas);
+  const strings = newAjv({ coerceTypes: true, useDefaults: true, removeAdditional: false }, schemas);
+  return ({ schema, httpPart }) => (httpPart === 'body' ? body : strings).compile(schema);
+}
+
+const PART_NAMES: Record<string, string> = {
+  body: 'Body field',
+  querystring: 'Query parameter',
+  params: 'Path parameter',
+  headers: 'Header',
+};
+
+function typeOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number' && Number.isFinite(value) && !Number.isInteger(value)) return 'a fractional number';
+  return typeof value;
+}
+
+const article = (type: string) => (/^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`);
+
+/** One clear sentence for the first validation error. */
+export function describeValidationError(error: ErrorObject, part: string): string {
+  const fieldPath = error.instancePath.split('/').slice(1).join('.');
+  const kind = PART_NAMES[part] ?? 'Field';
+  const where = fieldPath ? `${kind} "${fieldPath}"` : part === 'body' ? 'The request body' : `The ${part}`;
+  const parent = (error.parentSchema ?? {}) as { description?: string; properties?: Record<string, unknown> };
+  const params = error.params as Record<string, unknown>;
+
+  switch (error.keyword) {
+    case 'required': {
+      const missing = `${fieldPath ? `${fieldPath}.` : ''}${String(params.missingProperty)}`;
+      return `${kind} "${missing}" is required.`;
+    }
+    case 'additionalProperties': {
+      const allowed = Object.keys(parent.properties ?? {}).join(', ');
+      return `${kind} "${String(params.additionalProperty)}" is not allowed. Allowed: ${allowed}.`;
+    }
+    case 'type':
+      if (!fieldPath && part === 'body') {
+        return error.data === undefined
+          ? 'The request body is required: send a JSON object with Content-Type: application/json.'
+          : `The request body must be a JSON object, not ${typeOf(error.data)}.`;
+      }
+      if (Array.isArray(error.data) && part !== 'body') return `${where} must be given at most once.`;
+      return `${where} must be ${article(String(params.type))}, not ${part === 'body' ? typeOf(error.data) : JSON.stringify(error.data)}.`;
+    case 'enum':
+      return `${where} must be one of: ${(params.allowedValues as unknown[]).join(', ')}.`;
+    case 'minimum':
+    case 'maximum':
+      return `${where} must be ${error.keyword === 'minimum' ? 'at least' : 'at most'} ${String(params.limit)}.`;
+    case 'minLength':
+      return `${where} must be at least ${String(params.limit)} character(s) long.`;
+    case 'maxLength':
+      return `${where} must be at most ${String(params.limit)} characters long.`;
+    default:
+      return `${where} is invalid${parent.description ? `: ${parent.description}` : '.'}`;
+  }
+}

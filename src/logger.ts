@@ -1,0 +1,19 @@
+import pino, { type Logger } from 'pino';
+import type { Config } from './config.js';
+
+/** Paths that may carry secrets; pino replaces them before anything is written. */
+export const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.authorization',
+  'authorization',
+  'key',
+  '*.key',
+];
+
+export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pino.DestinationStream): Logger {
+  return pino(
+    { level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, base: { pid: process.pid } },
+    destination,
+  );
+}

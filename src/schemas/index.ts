@@ -1,0 +1,105 @@
+// Single source of truth for every shape: these TypeBox schemas drive request
+// validation, response serialization, the TypeScript types and the OpenAPI document.
+import Type, { type Static, type TSchema } from 'typebox';
+import { ERROR_CODES } from '../errors.js';
+
+/** Largest id or categoryId the API accepts: JSON numbers beyond it cannot be represented exactly. */
+export const MAX_SAFE_ID = Number.MAX_SAFE_INTEGER;
+export const NAME_MAX_LENGTH = 255;
+export const PAGE_LIMIT_MAX = 100;
+export const PAGE_LIMIT_DEFAULT = 20;
+
+export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
+
+export const PetStatus = Type.Enum(PET_STATUSES, {
+  $id: 'PetStatus',
+  type: 'string',
+  description: 'Availability status. `available`: the animal is available; `pending` and `sold` are state names only.',
+});
+export type PetStatus = Static<typeof PetStatus>;
+
+const Id = (description: string) =>
+  Type.Integer({ format: 'int64', minimum: 1, maximum: MAX_SAFE_ID, description });
+
+/** A typed `$ref` to a shared schema, so routes reference components instead of inlining them. */
+export function ref<T extends TSchema>(schema: T) {
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id !== 'string') throw new Error('ref() needs a schema with an $id');
+  return Type.Unsafe<Static<T>>({ $ref: `${id}#` });
+}
+
+export const NewPet = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: NAME_MAX_LENGTH,
+      // Not blank; no control characters (NUL included) and no unpaired surrogates,
+      // so every accepted name round-trips exactly through SQLite and PostgreSQL.
+      pattern: '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F\\u007F\\uD800-\\uDFFF]+$',
+      description: `The animal's name: 1 to ${NAME_MAX_LENGTH} characters, not only spaces, no control characters.`,
+      examples: ['Rex'],
+    }),
+    categoryId: Id('Identifier of the category the animal belongs to (1 to 9007199254740991).'),
+    status: Type.Optional(ref(PetStatus)),
+  },
+  {
+    $id: 'NewPet',
+    additionalProperties: false,
+    description: 'An animal to add. Unknown fields are rejected with 400 `invalid_request`.',
+  },
+);
+export type NewPet = Static<typeof NewPet>;
+
+export const Pet = Type.Object(
+  {
+    id: Id('Unique identifier assigned by the service on creation.'),
+    ...NewPet.properties,
+  },
+  { $id: 'Pet', additionalProperties: false, description: 'An animal. `status` is omitted when the animal has none.' },
+);
+export type Pet = Static<typeof Pet>;
+
+export const Pets = Type.Array(ref(Pet), { $id: 'Pets', description: 'A page of animals, in ascending id order.' });
+export type Pets = Static<typeof Pets>;
+
+export const ErrorBody = Type.Object(
+  {
+    code: Type.String({
+      description: 'Machine-readable error code, stable across releases.',
+      enum: Object.keys(ERROR_CODES),
+      'x-enum-descriptions': ERROR_CODES,
+    }),
+    message: Type.String({ description: 'Human-readable description of what was wrong and how to fix it.' }),
+    status: Type.Integer({ description: 'The HTTP status code of the response.' }),
+  },
+  { $id: 'Error', additionalProperties: false, description: 'Every non-2xx response has this body.' },
+);
+export type ErrorBody = Static<typeof ErrorBody>;
+
+/** Registered with Fastify (validation, serialization) and published as OpenAPI components. */
+export const sharedSchemas = [PetStatus, NewPet, Pet, Pets, ErrorBody];
+
+export const ListPetsQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: PAGE_LIMIT_MAX,
+        default: PAGE_LIMIT_DEFAULT,
+        description: 'Maximum number of animals to return.',
+      }),
+    ),
+    status: Type.Optional(ref(PetStatus)),
+    cursor: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 512,
+        description: 'Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. Do not build or edit it.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ListPetsQuery = Static<typeof ListPetsQuery>;
+
+export const PetIdParams = Type.Object({ petId: Id('The identifier of the animal to retrieve.') }, { additionalProperties: false });

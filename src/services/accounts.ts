@@ -1,0 +1,20 @@
+import type { Clock } from '../clock.js';
+import { InvalidRequestError } from '../errors.js';
+import type { Account, Store } from '../store/types.js';
+import { newAccountId } from './ids.js';
+
+export function createAccountService(deps: { store: Store; clock: Clock }) {
+  const { store, clock } = deps;
+  return {
+    async create(name: string): Promise<Account> {
+      const trimmed = name.trim();
+      if (trimmed.length === 0 || trimmed.length > 255) {
+        throw new InvalidRequestError('Account name must be 1 to 255 characters.');
+      }
+      return store.createAccount({ id: newAccountId(), name: trimmed, createdAt: new Date(clock.now()).toISOString() });
+    },
+    get: (id: string) => store.getAccount(id),
+  };
+}
+
+export type AccountService = ReturnType<typeof createAccountService>;

@@ -1,0 +1,109 @@
+// API keys: `psk_live_…` (production) or `psk_test_…` (staging), 30 random base62
+// characters (≈178 bits) and a 6-character CRC32 checksum, like GitHub's tokens.
+// The checksum rejects typos and fakes without a store lookup; only a SHA-256 hash
+// is stored (the key is high-entropy, so a slow hash adds nothing).
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+import type { Clock } from '../clock.js';
+import type { Environment } from '../config.js';
+import { NotFoundError, UnauthorizedError } from '../errors.js';
+import type { ApiKeyRecord, Store } from '../store/types.js';
+import { newKeyId, randomBase62, toBase62 } from './ids.js';
+
+const PREFIX: Record<Environment, string> = { production: 'psk_live_', staging: 'psk_test_' };
+const SECRET_LENGTH = 30;
+const CHECKSUM_LENGTH = 6;
+const KEY_PATTERN = /^psk_(live|test)_([0-9A-Za-z]{30})([0-9A-Za-z]{6})$/;
+
+const checksum = (prefixAndSecret: string) => toBase62(crc32(prefixAndSecret), CHECKSUM_LENGTH);
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function generateKey(environment: Environment): string {
+  const body = PREFIX[environment] + randomBase62(SECRET_LENGTH);
+  return body + checksum(body);
+}
+
+/** The environment a well-formed key belongs to, or undefined when malformed or its checksum fails. */
+export function parseKey(key: string): Environment | undefined {
+  const match = KEY_PATTERN.exec(key);
+  if (!match) return undefined;
+  const body = key.slice(0, key.length - CHECKSUM_LENGTH);
+  if (checksum(body) !== match[3]) return undefined;
+  return match[1] === 'live' ? 'production' : 'staging';
+}
+
+export interface AuthContext {
+  accountId: string;
+  keyId: string;
+}
+
+/** Public view of a key: everything but the hash. */
+export type ApiKeyInfo = Omit<ApiKeyRecord, 'keyHash'>;
+
+const info = ({ keyHash: _hash, ...rest }: ApiKeyRecord): ApiKeyInfo => rest;
+
+export function createApiKeyService(deps: { store: Store; clock: Clock; environment: Environment }) {
+  const { store, clock, environment } = deps;
+  const other: Environment = environment === 'production' ? 'staging' : 'production';
+
+  return {
+    /** Creates a key; the returned `key` is the only time the secret exists outside the client. */
+    async create(accountId: string, keyEnvironment: Environment = environment): Promise<ApiKeyInfo & { key: string }> {
+      if (!(await store.getAccount(accountId))) throw new NotFoundError(`No account with id "${accountId}".`);
+      const key = generateKey(keyEnvironment);
+      const record = await store.createApiKey({
+        id: newKeyId(),
+        accountId,
+        environment: keyEnvironment,
+        keyHash: hashKey(key),
+        hint: `${PREFIX[keyEnvironment]}…${key.slice(-4)}`,
+        createdAt: new Date(clock.now()).toISOString(),
+        revokedAt: null,
+      });
+      return { ...info(record), key };
+    },
+
+    async list(accountId: string): Promise<ApiKeyInfo[]> {
+      if (!(await store.getAccount(accountId))) throw new NotFoundError(`No account with id "${accountId}".`);
+      return (await store.listApiKeys(accountId)).map(info);
+    },
+
+    async revoke(keyId: string): Promise<ApiKeyInfo> {
+      const record = await store.revokeApiKey(keyId, new Date(clock.now()).toISOString());
+      if (!record) throw new NotFoundError(`No API key with id "${keyId}".`);
+      return info(record);
+    },
+
+    /** Resolves a bearer token to its account, or throws UnauthorizedError saying why. */
+    async authenticate(token: string): Promise<AuthContext> {
+      const keyEnvironment = parseKey(token);
+      if (!keyEnvironment) {
+        throw new UnauthorizedError(
+          'The API key is malformed. Keys look like psk_live_… (production) or psk_test_… (staging); check it was copied whole.',
+          true,
+        );
+      }
+      if (keyEnvironment !== environment) {
+        throw new UnauthorizedError(
+          `This is a ${keyEnvironment} key but this is the ${environment} API. Use a ${PREFIX[environment]}… key here, or call the ${other} server.`,
+          true,
+        );
+      }
+      const hash = hashKey(token);
+      const record = await store.findApiKeyByHash(hash);
+      // The lookup is by hash; the constant-time compare guards against any store that matched loosely.
+      if (!record || !timingSafeEqual(Buffer.from(record.keyHash), Buffer.from(hash))) {
+        throw new UnauthorizedError('The API key is not recognised. Create a key with `petstore keys create`.', true);
+      }
+      if (record.revokedAt !== null) {
+        throw new UnauthorizedError('The API key has been revoked. Create a new key with `petstore keys create`.', true);
+      }
+      return { accountId: record.accountId, keyId: record.id };
+    },
+  };
+}
+
+export type ApiKeyService = ReturnType<typeof createApiKeyService>;

@@ -1,0 +1,54 @@
+// Opaque keyset cursors: version, status filter and last id, authenticated with an
+// HMAC bound to the account. Tampering, truncation, reuse across accounts or with a
+// different filter are all detected and rejected.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { InvalidCursorError } from '../errors.js';
+import { PET_STATUSES, type PetStatus } from '../schemas/index.js';
+
+const VERSION = 1;
+const PAYLOAD_LENGTH = 1 + 1 + 8;
+const MAC_LENGTH = 16;
+
+export interface CursorPosition {
+  afterId: number;
+  status: PetStatus | undefined;
+}
+
+export function createCursorCodec(secret: string) {
+  const mac = (accountId: string, payload: Buffer) =>
+    createHmac('sha256', secret).update(accountId).update('\0').update(payload).digest().subarray(0, MAC_LENGTH);
+
+  return {
+    encode(accountId: string, position: CursorPosition): string {
+      const payload = Buffer.alloc(PAYLOAD_LENGTH);
+      payload.writeUInt8(VERSION, 0);
+      payload.writeUInt8(position.status ? PET_STATUSES.indexOf(position.status) + 1 : 0, 1);
+      payload.writeBigUInt64BE(BigInt(position.afterId), 2);
+      return Buffer.concat([payload, mac(accountId, payload)]).toString('base64url');
+    },
+
+    /** The position to continue from; throws InvalidCursorError unless issued to this account for this filter. */
+    decode(accountId: string, cursor: string, status: PetStatus | undefined): number {
+      const raw = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url') : Buffer.alloc(0);
+      if (raw.length !== PAYLOAD_LENGTH + MAC_LENGTH || raw.readUInt8(0) !== VERSION) {
+        throw new InvalidCursorError('The cursor is malformed. Use the cursor from the Link header exactly as given, or omit it to start over.');
+      }
+      const payload = raw.subarray(0, PAYLOAD_LENGTH);
+      if (!timingSafeEqual(raw.subarray(PAYLOAD_LENGTH), mac(accountId, payload))) {
+        throw new InvalidCursorError('The cursor is not valid for this API key. Use the cursor from the Link header exactly as given, or omit it to start over.');
+      }
+      const statusIndex = payload.readUInt8(1);
+      const cursorStatus = statusIndex === 0 ? undefined : PET_STATUSES[statusIndex - 1];
+      if (cursorStatus !== status) {
+        throw new InvalidCursorError(
+          `The cursor was issued for ${cursorStatus ? `status=${cursorStatus}` : 'no status filter'}; keep the same status filter while paging, or omit the cursor to start over.`,
+        );
+      }
+      const afterId = payload.readBigUInt64BE(2);
+      if (afterId > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidCursorError('The cursor is malformed.');
+      return Number(afterId);
+    },
+  };
+}
+
+export type CursorCodec = ReturnType<typeof createCursorCodec>;

@@ -1,0 +1,22 @@
+// Builds every service from a store; shared by the HTTP app and the CLI.
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { Environment } from '../config.js';
+import type { Store } from '../store/types.js';
+import { createAccountService } from './accounts.js';
+import { createApiKeyService } from './api-keys.js';
+import { createCursorCodec } from './cursor.js';
+import { createPetService } from './pets.js';
+
+export async function createServices(deps: { store: Store; clock: Clock; environment: Environment }) {
+  const { store, clock, environment } = deps;
+  // Stored in the database so every instance (and restart) signs cursors alike.
+  const cursorSecret = await store.getOrCreateSetting('cursor_secret', () => randomBytes(32).toString('base64url'));
+  return {
+    accounts: createAccountService({ store, clock }),
+    apiKeys: createApiKeyService({ store, clock, environment }),
+    pets: createPetService({ store, clock, cursors: createCursorCodec(cursorSecret) }),
+  };
+}
+
+export type Services = Awaited<ReturnType<typeof createServices>>;

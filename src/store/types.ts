@@ -1,0 +1,58 @@
+// The persistence contract. Services depend on this interface only; each backend
+// (sqlite/, postgres/) implements it and must pass the same contract test suite.
+import type { Environment } from '../config.js';
+import type { NewPet, Pet, PetStatus } from '../schemas/index.js';
+
+export interface Account {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  accountId: string;
+  environment: Environment;
+  /** SHA-256 of the full secret, hex. The secret itself is never stored. */
+  keyHash: string;
+  /** Non-secret tail shown in listings so operators can tell keys apart. */
+  hint: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+export interface ListPetsQuery {
+  accountId: string;
+  limit: number;
+  status?: PetStatus | undefined;
+  /** Keyset position: only pets with id greater than this. */
+  afterId?: number | undefined;
+}
+
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+  /** Applies pending migrations; safe to call from several processes at once. */
+  migrate(): Promise<number[]>;
+  /** Pending migration versions, without applying them. */
+  pendingMigrations(): Promise<number[]>;
+  /** Resolves when the database answers a trivial query. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+
+  /** Returns the stored value, or stores and returns `create()` when absent (first writer wins). */
+  getOrCreateSetting(key: string, create: () => string): Promise<string>;
+
+  createAccount(account: Account): Promise<Account>;
+  getAccount(id: string): Promise<Account | undefined>;
+
+  createApiKey(key: ApiKeyRecord): Promise<ApiKeyRecord>;
+  findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  listApiKeys(accountId: string): Promise<ApiKeyRecord[]>;
+  /** Marks the key revoked (idempotent); undefined when no such key. */
+  revokeApiKey(id: string, revokedAt: string): Promise<ApiKeyRecord | undefined>;
+
+  createPet(accountId: string, pet: NewPet, createdAt: string): Promise<Pet>;
+  getPet(accountId: string, id: number): Promise<Pet | undefined>;
+  /** Pets of one account in ascending id order, at most `limit`. */
+  listPets(query: ListPetsQuery): Promise<Pet[]>;
+}
