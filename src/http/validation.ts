@@ -15,10 +15,40 @@ function newAjv(options: Options, schemas: TSchema[]): Ajv {
   return ajv;
 }
 
+const DECIMAL_INTEGER = /^-?(0|[1-9][0-9]*)$/;
+
+/**
+ * Query and path values arrive as strings. Ajv's own coercion also accepts "1e3", " 5"
+ * and "0x10"; we convert only plain decimal integers and let everything else fail
+ * validation with the value quoted back.
+ */
+function integerFields(schema: TSchema): string[] {
+  const properties = (schema as { properties?: Record<string, { type?: string }> }).properties ?? {};
+  return Object.keys(properties).filter((name) => properties[name]?.type === 'integer');
+}
+
 export function createValidatorCompiler(schemas: TSchema[]): FastifySchemaCompiler<TSchema> {
   const body = newAjv({ coerceTypes: false, useDefaults: false, removeAdditional: false }, schemas);
-  const strings = newAjv({ coerceTypes: true, useDefaults: true, removeAdditional: false }, schemas);
-  return ({ schema, httpPart }) => (httpPart === 'body' ? body : strings).compile(schema);
+  const strings = newAjv({ coerceTypes: false, useDefaults: true, removeAdditional: false }, schemas);
+  return ({ schema, httpPart }) => {
+    if (httpPart === 'body') return body.compile(schema);
+    const validate = strings.compile(schema);
+    const integers = integerFields(schema);
+    const validateStrings = (data: unknown) => {
+      if (data && typeof data === 'object') {
+        const values = data as Record<string, unknown>;
+        for (const name of integers) {
+          const value = values[name];
+          if (typeof value === 'string' && DECIMAL_INTEGER.test(value)) values[name] = Number(value);
+        }
+      }
+      const valid = validate(data);
+      validateStrings.errors = validate.errors;
+      return valid;
+    };
+    validateStrings.errors = validate.errors;
+    return validateStrings;
+  };
 }
 
 const PART_NAMES: Record<string, string> = {

@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+// Runs every test/**/*.test.ts with node:test (Node 20's runner takes no globs).
+// Extra arguments filter files by substring: `npm test -- cursor auth`.
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+
+function find(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return find(full);
+    return entry.name.endsWith('.test.ts') ? [full] : [];
+  });
+}
+
+const filters = process.argv.slice(2);
+const files = find('test')
+  .filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)))
+  .sort();
+if (files.length === 0) {
+  console.error(`no test files match ${filters.join(', ')}`);
+  process.exit(1);
+}
+const concurrency = process.env.TEST_CONCURRENCY ?? '4';
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+  { stdio: 'inherit', env: { ...process.env, PETSTORE_LOG_LEVEL: process.env.PETSTORE_LOG_LEVEL ?? 'silent' } },
+);
+process.exit(result.status ?? 1);

@@ -1,0 +1,128 @@
+// Builds the real app on a real store and serves it over real HTTP on a free port.
+// Every response received through `request` is checked against the served OpenAPI document.
+import { after, type TestContext } from 'node:test';
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import type { Clock } from '../../src/clock.js';
+import { type Config, type Environment, loadConfig } from '../../src/config.js';
+import { buildApp } from '../../src/http/app.js';
+import { createLogger } from '../../src/logger.js';
+import { createServices, type Services } from '../../src/services/index.js';
+import { createStore } from '../../src/store/index.js';
+import type { Store } from '../../src/store/types.js';
+import { type Backend, sqliteBackend } from './backends.js';
+import { createOpenApiChecker, type OpenApiDocument } from './openapi.js';
+
+export interface RequestOptions {
+  key?: string | undefined;
+  body?: unknown;
+  /** Sent as is (a string or bytes), with no Content-Type unless given in headers. */
+  rawBody?: string | Uint8Array;
+  headers?: Record<string, string>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  body: unknown;
+  text: string;
+}
+
+export interface TestApp {
+  url: string;
+  app: FastifyInstance;
+  store: Store;
+  services: Services;
+  config: Config;
+  /** Every log line the app wrote (JSON strings). */
+  logs: string[];
+  request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  /** A new account with an active key for the app's environment. */
+  createAccount(name?: string, environment?: Environment): Promise<{ accountId: string; key: string; keyId: string }>;
+}
+
+export interface StartOptions {
+  backend?: Backend;
+  clock?: Clock;
+  env?: Record<string, string>;
+  /** Reuse an existing database URL instead of a fresh one. */
+  databaseUrl?: string;
+}
+
+export async function startApp(t: TestContext | { after(fn: () => unknown): void }, options: StartOptions = {}): Promise<TestApp> {
+  const backend = options.backend ?? sqliteBackend;
+  const database = options.databaseUrl ? undefined : await backend.createDatabase();
+  const config = loadConfig({
+    PETSTORE_DATABASE_URL: options.databaseUrl ?? database!.url,
+    PETSTORE_LOG_LEVEL: 'info',
+    PORT: '0',
+    ...options.env,
+  });
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      logs.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const store = await createStore(config);
+  await store.migrate();
+  const logger = createLogger(config, sink);
+  const app = await buildApp({ config, store, logger, ...(options.clock ? { clock: options.clock } : {}) });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  const services = await createServices({ store, clock: options.clock ?? { now: () => Date.now() }, environment: config.environment });
+
+  t.after(async () => {
+    await app.close();
+    await store.close();
+    await database?.drop();
+  });
+
+  const doc = (await (await fetch(`${url}/v1/openapi.json`)).json()) as OpenApiDocument;
+  const check = createOpenApiChecker(doc);
+
+  return {
+    url,
+    app,
+    store,
+    services,
+    config,
+    logs,
+    async request(method, path, { key, body, rawBody, headers = {} } = {}) {
+      const init: RequestInit = { method, headers: { ...headers } };
+      const h = init.headers as Record<string, string>;
+      if (key !== undefined) h.authorization = `Bearer ${key}`;
+      if (body !== undefined) {
+        h['content-type'] ??= 'application/json';
+        init.body = JSON.stringify(body);
+      } else if (rawBody !== undefined) {
+        init.body = rawBody;
+      }
+      const res = await fetch(url + path, init);
+      const text = await res.text();
+      let parsed: unknown = undefined;
+      if ((res.headers.get('content-type') ?? '').startsWith('application/json') && text !== '') parsed = JSON.parse(text);
+      check({ method, path, status: res.status, contentType: res.headers.get('content-type'), body: parsed });
+      return { status: res.status, headers: res.headers, body: parsed, text };
+    },
+    async createAccount(name = 'Test account', environment = config.environment) {
+      const account = await services.accounts.create(name);
+      const key = await services.apiKeys.create(account.id, environment);
+      return { accountId: account.id, key: key.key, keyId: key.id };
+    },
+  };
+}
+
+/** One app shared by the tests of a suite: started on first use, closed after the suite (call inside describe). */
+export function sharedApp(options: StartOptions = {}): () => Promise<TestApp> {
+  const cleanups: Array<() => unknown> = [];
+  let started: Promise<TestApp> | undefined;
+  after(async () => {
+    if (!started) return;
+    await started.catch(() => undefined);
+    for (const fn of cleanups.reverse()) await fn();
+  });
+  return () => (started ??= startApp({ after: (fn: () => unknown) => cleanups.push(fn) }, options));
+}

@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { describe, test } from 'node:test';
+import { startApp } from '../helpers/app.js';
+import type { Store } from '../../src/store/types.js';
+
+type ErrorBody = { code: string; message: string; status: number };
+
+describe('error model', () => {
+  test('when a route does not exist, then 404 not_found as an Error body', async (t) => {
+    const app = await startApp(t);
+    for (const path of ['/', '/nope', '/v1', '/v1/pet', '/v2/pets', '/v1/pets/1/extra']) {
+      const res = await app.request('GET', path);
+      assert.equal(res.status, 404, path);
+      assert.equal((res.body as ErrorBody).code, 'not_found');
+    }
+  });
+
+  test('when a route exists but not for the method, then 405 method_not_allowed with Allow', async (t) => {
+    const app = await startApp(t);
+    for (const [method, path, allow] of [
+      ['DELETE', '/v1/pets', 'GET, HEAD, POST'],
+      ['PUT', '/v1/pets', 'GET, HEAD, POST'],
+      ['PATCH', '/v1/pets/1', 'GET, HEAD'],
+      ['DELETE', '/v1/pets/1', 'GET, HEAD'],
+      ['POST', '/v1/pets/1', 'GET, HEAD'],
+      ['POST', '/healthz', 'GET, HEAD'],
+    ]) {
+      const res = await app.request(method!, path!);
+      assert.equal(res.status, 405, `${method} ${path}`);
+      assert.equal((res.body as ErrorBody).code, 'method_not_allowed');
+      assert.equal(res.headers.get('allow'), allow);
+    }
+  });
+
+  test('when the store fails unexpectedly, then 500 internal_error without internals', async (t) => {
+    const app = await startApp(t);
+    const { key } = await app.createAccount();
+    // Fault injection on the real store: the next createPet throws a raw driver-like error.
+    const store = app.store as Store & { createPet: Store['createPet'] };
+    store.createPet = async () => {
+      throw new Error('SQLITE_CORRUPT: database disk image is malformed at /secret/path/petstore.db');
+    };
+    const res = await app.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } });
+    assert.equal(res.status, 500);
+    assert.equal((res.body as ErrorBody).code, 'internal_error');
+    assert.doesNotMatch(res.text, /SQLITE|secret|petstore\.db|at /);
+    assert.match(res.headers.get('x-request-id') ?? '', /.+/);
+  });
+
+  test('when headers exceed 16 KiB, then 431 headers_too_large as an Error body', async (t) => {
+    const app = await startApp(t);
+    const { port } = new URL(app.url);
+    const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path: '/v1/pets', headers: { 'x-big': 'a'.repeat(20_000) } }, (res) => {
+        let data = '';
+        res.on('data', (c: Buffer) => (data += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(status, 431);
+    assert.deepEqual(JSON.parse(body), { code: 'headers_too_large', message: JSON.parse(body).message, status: 431 });
+  });
+
+  test('when the request line is malformed, then 400 invalid_request as an Error body', async (t) => {
+    const app = await startApp(t);
+    const { port } = new URL(app.url);
+    const raw = await new Promise<string>((resolve) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write('GARBAGE\r\n\r\n'));
+      let data = '';
+      socket.on('data', (c) => (data += c.toString()));
+      socket.on('close', () => resolve(data));
+    });
+    assert.match(raw, /^HTTP\/1\.1 400/);
+    const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as ErrorBody;
+    assert.equal(body.code, 'invalid_request');
+    assert.equal(body.status, 400);
+  });
+
+  test('when the client sends X-Request-Id, then it is echoed; otherwise one is generated', async (t) => {
+    const app = await startApp(t);
+    const given = await app.request('GET', '/healthz', { headers: { 'x-request-id': 'req-123.abc' } });
+    assert.equal(given.headers.get('x-request-id'), 'req-123.abc');
+    const generated = await app.request('GET', '/healthz');
+    assert.match(generated.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+    const hostile = await app.request('GET', '/healthz', { headers: { 'x-request-id': 'x'.repeat(300) } });
+    assert.match(hostile.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('health', () => {
+  test('when the store is reachable, then /healthz and /readyz answer 200 without auth', async (t) => {
+    const app = await startApp(t);
+    assert.deepEqual((await app.request('GET', '/healthz')).body, { status: 'ok' });
+    assert.deepEqual((await app.request('GET', '/readyz')).body, { status: 'ready' });
+  });
+
+  test('when the store is closed, then /readyz answers 503 service_unavailable and /healthz stays 200', async (t) => {
+    const app = await startApp(t);
+    await app.store.close();
+    const res = await app.request('GET', '/readyz');
+    assert.equal(res.status, 503);
+    assert.equal((res.body as ErrorBody).code, 'service_unavailable');
+    assert.ok(res.headers.get('retry-after'));
+    assert.equal((await app.request('GET', '/healthz')).status, 200);
+  });
+});

@@ -1,0 +1,26 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { startApp } from '../helpers/app.js';
+
+test('when keys are created and used, good and bad, then neither the key nor the Authorization header appears in the logs', async (t) => {
+  const app = await startApp(t);
+  const { key } = await app.createAccount();
+  await app.request('GET', '/v1/pets', { key });
+  await app.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } });
+  await app.request('GET', '/v1/pets?limit=0', { key });
+  await app.request('GET', '/v1/pets', { key: `${key.slice(0, -1)}Z` });
+  await app.request('GET', '/v1/pets', { headers: { authorization: `Basic ${key}` } });
+  const logs = app.logs.join('\n');
+  assert.ok(app.logs.length > 5, 'the app logged requests');
+  assert.ok(app.logs.every((line) => JSON.parse(line)), 'logs are JSON lines');
+  assert.equal(logs.includes(key.slice(9, 30)), false, 'no key material in logs');
+  assert.doesNotMatch(logs, /psk_live_[A-Za-z0-9]{10}/);
+  assert.doesNotMatch(logs, /"authorization"\s*:/i, "no Authorization header field in logs");
+  assert.doesNotMatch(logs, /Basic psk_/);
+});
+
+test('when a request is logged, then the log line carries the request id', async (t) => {
+  const app = await startApp(t);
+  await app.request('GET', '/healthz', { headers: { 'x-request-id': 'trace-me-42' } });
+  assert.ok(app.logs.some((line) => (JSON.parse(line) as { reqId?: string }).reqId === 'trace-me-42'));
+});
