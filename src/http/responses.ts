@@ -42,3 +42,7 @@ export function commonErrors(extraHeaders: HeaderSpec = {}) {
 }
 
 export const HealthBody = Type.Object({ status: Type.String() });
+
+/** Stability marker for an operation's schema; operations without it are stable. */
+export type Stability = 'experimental' | 'beta';
+export const stability = (level: Stability) => ({ 'x-stability': level });

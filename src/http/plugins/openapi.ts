@@ -23,7 +23,12 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
-      info: { title: 'Petstore API', version: '1.0.0', description: DESCRIPTION },
+      info: {
+        title: 'Petstore API',
+        version: '1.0.0',
+        description: DESCRIPTION,
+        contact: { name: 'Petstore API support', email: 'api@petstore.example' },
+      },
       servers: [
         { url: config.productionUrl, description: 'Production' },
         { url: config.stagingUrl, description: 'Staging' },

@@ -66,7 +66,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<{ services: Services; clock: C
         tags: ['animals'],
         summary: 'Add an animal',
         description: 'Adds an animal to the account. The response body includes the assigned `id`. A 201 is sent only once the animal is durably stored.',
-        body: NewPet,
+        body: ref(NewPet),
         response: {
           201: success('Animal added. The body includes the assigned `id`.', ref(Pet)),
           400: errorResponse(

@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { before, describe, test } from 'node:test';
+import Fastify from 'fastify';
+import { loadConfig } from '../../src/config.js';
+import { registerOpenApi } from '../../src/http/plugins/openapi.js';
+import { stability } from '../../src/http/responses.js';
+import { sharedApp, type TestApp } from '../helpers/app.js';
+import type { OpenApiDocument } from '../helpers/openapi.js';
+
+type Operation = {
+  operationId: string;
+  tags: string[];
+  deprecated?: boolean;
+  security?: unknown;
+  parameters?: Array<{ name: string; in: string; required: boolean }>;
+  responses: Record<string, { headers?: Record<string, unknown>; content?: Record<string, { schema: { $ref?: string } }> }>;
+  [key: string]: unknown;
+};
+
+describe('OpenAPI document', () => {
+  const getApp = sharedApp({
+    env: { PETSTORE_PRODUCTION_URL: 'https://api.example.test/v1', PETSTORE_STAGING_URL: 'https://staging.example.test/v1' },
+  });
+  let app: TestApp;
+  let doc: OpenApiDocument & Record<string, unknown>;
+  const op = (p: string, m: string) => (doc.paths[p]?.[m] as unknown as Operation);
+
+  before(async () => {
+    app = await getApp();
+    const res = await app.request('GET', '/v1/openapi.json');
+    assert.equal(res.status, 200);
+    doc = res.body as typeof doc;
+  });
+
+  test('when fetched without a key, then it is OpenAPI 3.0.3 with the spec metadata', () => {
+    assert.equal(doc.openapi, '3.0.3');
+    const info = doc.info as { title: string; version: string };
+    assert.equal(info.title, 'Petstore API');
+    assert.equal(info.version, '1.0.0');
+    assert.deepEqual((doc.tags as Array<{ name: string }>).map((t) => t.name), ['animals']);
+  });
+
+  test('when servers are configured, then Production and Staging carry those URLs', () => {
+    assert.deepEqual(doc.servers, [
+      { url: 'https://api.example.test/v1', description: 'Production' },
+      { url: 'https://staging.example.test/v1', description: 'Staging' },
+    ]);
+  });
+
+  test('when listing operations, then exactly listPets, createPet and getPet exist at paths relative to /v1', () => {
+    assert.deepEqual(Object.keys(doc.paths).sort(), ['/pets', '/pets/{petId}']);
+    assert.equal(op('/pets', 'get').operationId, 'listPets');
+    assert.equal(op('/pets', 'post').operationId, 'createPet');
+    assert.equal(op('/pets/{petId}', 'get').operationId, 'getPet');
+    for (const o of [op('/pets', 'get'), op('/pets', 'post'), op('/pets/{petId}', 'get')]) assert.deepEqual(o.tags, ['animals']);
+  });
+
+  test('when reading security, then bearerAuth is an HTTP bearer scheme applied to every operation', () => {
+    const components = doc.components as unknown as { securitySchemes: Record<string, { type: string; scheme: string }> };
+    assert.deepEqual({ ...components.securitySchemes.bearerAuth, description: undefined }, { type: 'http', scheme: 'bearer', description: undefined });
+    assert.deepEqual(doc.security, [{ bearerAuth: [] }]);
+    for (const o of [op('/pets', 'get'), op('/pets', 'post'), op('/pets/{petId}', 'get')]) {
+      assert.ok(o.security === undefined || JSON.stringify(o.security) === '[{"bearerAuth":[]}]');
+    }
+  });
+
+  test('when reading schemas, then PetStatus, NewPet, Pet, Pets and Error are named components used by the operations', () => {
+    for (const name of ['PetStatus', 'NewPet', 'Pet', 'Pets', 'Error']) assert.ok(doc.components.schemas[name], name);
+    assert.deepEqual(doc.components.schemas.PetStatus?.enum, ['available', 'pending', 'sold']);
+    assert.deepEqual(doc.components.schemas.Error?.required, ['code', 'message', 'status']);
+    assert.equal(op('/pets', 'get').responses['200']?.content?.['application/json']?.schema.$ref, '#/components/schemas/Pets');
+    assert.equal(op('/pets', 'post').responses['201']?.content?.['application/json']?.schema.$ref, '#/components/schemas/Pet');
+    const body = (op('/pets', 'post') as unknown as { requestBody: { required: boolean; content: Record<string, { schema: { $ref: string } }> } }).requestBody;
+    assert.equal(body.required, true);
+    assert.equal(body.content['application/json']?.schema.$ref, '#/components/schemas/NewPet');
+  });
+
+  test('when reading listPets parameters, then limit (1–100, default 20), status and cursor are optional query parameters', () => {
+    const params = op('/pets', 'get').parameters ?? [];
+    assert.deepEqual(params.map((p) => [p.name, p.in, p.required]), [
+      ['limit', 'query', false],
+      ['status', 'query', false],
+      ['cursor', 'query', false],
+    ]);
+    assert.deepEqual((params[0] as unknown as { schema: object }).schema, { type: 'integer', minimum: 1, maximum: 100, default: 20 });
+  });
+
+  test('when reading responses, then every status the service can return is declared, with their headers', () => {
+    assert.deepEqual(Object.keys(op('/pets', 'get').responses), ['200', '400', '401', '500', '503']);
+    assert.deepEqual(Object.keys(op('/pets', 'post').responses), ['201', '400', '401', '413', '500', '503']);
+    assert.deepEqual(Object.keys(op('/pets/{petId}', 'get').responses), ['200', '400', '401', '404', '410', '500', '503']);
+    assert.ok(op('/pets', 'get').responses['200']?.headers?.Link);
+    assert.ok(op('/pets', 'get').responses['401']?.headers?.['WWW-Authenticate']);
+    for (const [status, response] of Object.entries(op('/pets/{petId}', 'get').responses)) {
+      for (const h of ['Deprecation', 'Sunset', 'Link']) assert.ok(response.headers?.[h], `getPet ${status} declares ${h}`);
+    }
+  });
+
+  test('when reading getPet, then it is deprecated and names the removal date and the replacement', () => {
+    const getPet = op('/pets/{petId}', 'get');
+    assert.equal(getPet.deprecated, true);
+    assert.match(String(getPet.description), /5 December 2030/);
+    assert.match(String(getPet.description), /GET \/pets` with the `status` filter/);
+    assert.equal(op('/pets', 'get').deprecated, undefined);
+  });
+
+  test('when reading the Error schema, then every error code is enumerated with a description', () => {
+    const code = (doc.components.schemas.Error?.properties as Record<string, { enum: string[]; 'x-enum-descriptions': Record<string, string> }>).code!;
+    assert.ok(code.enum.includes('unauthorized') && code.enum.includes('invalid_cursor') && code.enum.includes('gone'));
+    assert.deepEqual(Object.keys(code['x-enum-descriptions']), code.enum);
+  });
+
+  test('when linted with Spectral spectral:oas, then there are no warnings or errors', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'petstore-spectral-'));
+    const file = path.join(dir, 'openapi.json');
+    writeFileSync(file, JSON.stringify(doc));
+    const result = spawnSync('node_modules/.bin/spectral', ['lint', file, '--ruleset', '.spectral.yaml', '--fail-severity', 'warn'], {
+      encoding: 'utf8',
+    });
+    assert.equal(result.status, 0, result.stdout + result.stderr);
+  });
+
+  test('when no operation is marked, then none carries x-stability (as in the spec)', () => {
+    for (const o of [op('/pets', 'get'), op('/pets', 'post'), op('/pets/{petId}', 'get')]) assert.equal(o['x-stability'], undefined);
+  });
+});
+
+describe('x-stability', () => {
+  test('when an operation schema is marked beta, then the published operation carries x-stability: beta', async (t) => {
+    const app = Fastify();
+    t.after(() => app.close());
+    await registerOpenApi(app, loadConfig({}));
+    app.get('/v1/widgets', { schema: { operationId: 'listWidgets', tags: ['animals'], ...stability('beta') } }, async () => []);
+    await app.ready();
+    const doc = app.swagger() as unknown as { paths: Record<string, Record<string, Record<string, unknown>>> };
+    assert.equal(doc.paths['/widgets']?.get?.['x-stability'], 'beta');
+  });
+});
