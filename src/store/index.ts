@@ -1,5 +1,5 @@
 // Picks the backend from the database URL.
-import { type Config, ConfigError } from '../config.js';
+import type { Config } from '../config.js';
 import { createSqliteStore } from './sqlite/index.js';
 import type { Store } from './types.js';
 
@@ -11,7 +11,9 @@ export function isPostgresUrl(url: string): boolean {
 
 export async function createStore(config: Pick<Config, 'databaseUrl' | 'pgPoolMax'>): Promise<Store> {
   if (isPostgresUrl(config.databaseUrl)) {
-    throw new ConfigError('PostgreSQL URLs are not supported yet; use a SQLite file path.');
+    // Loaded on demand so SQLite deployments never load pg.
+    const { createPostgresStore } = await import('./postgres/index.js');
+    return createPostgresStore(config.databaseUrl, { poolMax: config.pgPoolMax });
   }
   return createSqliteStore(config.databaseUrl);
 }

@@ -1,0 +1,288 @@
+// PostgreSQL backend (pg). One bounded pool per process; every method is a single
+// autocommit statement except getOrCreateSetting (two) and migrate (one dedicated session).
+// Connection failures surface as StoreUnavailableError so the HTTP layer answers 503,
+// and the pool replaces dead connections by itself once the database is back.
+import pg, { type CustomTypesConfig, type PoolClient, type QueryResultRow } from 'pg';
+import { StoreUnavailableError } from '../../errors.js';
+import type { NewPet, Pet, PetStatus } from '../../schemas/index.js';
+import type { ApiKeyRecord, ListPetsQuery, Store } from '../types.js';
+import { migrations } from './migrations.js';
+
+/** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
+export const MIGRATION_LOCK_KEY = 0x50455453;
+
+/** Fail fast during an outage instead of queueing requests behind a dead server. */
+const CONNECTION_TIMEOUT_MS = 2000;
+
+interface PetRow {
+  id: number;
+  name: string;
+  category_id: number;
+  status: PetStatus | null;
+}
+
+interface KeyRow {
+  id: string;
+  account_id: string;
+  environment: 'production' | 'staging';
+  key_hash: string;
+  hint: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+function toPet(row: PetRow): Pet {
+  const pet: Pet = { id: row.id, name: row.name, categoryId: row.category_id };
+  if (row.status !== null) pet.status = row.status;
+  return pet;
+}
+
+function toKey(row: KeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    environment: row.environment,
+    keyHash: row.key_hash,
+    hint: row.hint,
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
+  };
+}
+
+const { types } = pg;
+const parseTimestamptz = types.getTypeParser(types.builtins.TIMESTAMPTZ, 'text') as (value: string) => Date;
+
+// Per-pool parsers (pg's global ones stay untouched): ids and category ids are bigint but the
+// interface uses JS numbers, and timestamps go in and come out as toISOString() strings.
+const typeParsers: CustomTypesConfig = {
+  getTypeParser: (id, format) => {
+    if (format !== 'binary' && id === types.builtins.INT8) return (value: string) => Number(value);
+    if (format !== 'binary' && id === types.builtins.TIMESTAMPTZ) {
+      return (value: string) => parseTimestamptz(value).toISOString();
+    }
+    return types.getTypeParser(id, format);
+  },
+};
+
+// SQLSTATEs meaning the session is gone or cannot be had: admin/crash shutdown, server
+// starting up, idle session timeout, too many connections. Class 08 is checked by prefix.
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P05', '53300']);
+const UNAVAILABLE_ERRNOS = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT',
+  'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN',
+  // Writing to a socket the server already closed.
+  'ERR_STREAM_WRITE_AFTER_END', 'ERR_STREAM_DESTROYED',
+]);
+// pg and pg-pool raise these without a code.
+const UNAVAILABLE_MESSAGES = [
+  'timeout exceeded when trying to connect', // pool: no connection within connectionTimeoutMillis
+  'timeout expired', // client: connect timeout
+  'Connection terminated', // "... unexpectedly", "... due to connection timeout"
+  'Client has encountered a connection error and is not queryable',
+];
+
+/** True when the error says the database cannot be reached, as opposed to a bad query. */
+export function isConnectionError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (UNAVAILABLE_ERRNOS.has(code) || UNAVAILABLE_SQLSTATES.has(code)) return true;
+    if (/^08[0-9A-Z]{3}$/.test(code)) return true;
+  }
+  if (UNAVAILABLE_MESSAGES.some((message) => error.message.startsWith(message))) return true;
+  // Node reports a failed multi-address connect as an AggregateError.
+  if (error instanceof AggregateError && error.errors.some(isConnectionError)) return true;
+  return error.cause !== undefined && error.cause !== error && isConnectionError(error.cause);
+}
+
+async function guard<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (isConnectionError(error)) {
+      throw new StoreUnavailableError(`PostgreSQL is unavailable: ${(error as Error).message}`, { cause: error });
+    }
+    throw error;
+  }
+}
+
+type Queryable = Pick<PoolClient, 'query'>;
+
+async function appliedVersions(db: Queryable): Promise<Set<number>> {
+  try {
+    const { rows } = await db.query<{ version: number }>('SELECT version FROM schema_migrations');
+    return new Set(rows.map((row) => row.version));
+  } catch (error) {
+    // 42P01 undefined_table: an empty database, nothing applied yet.
+    if ((error as { code?: unknown }).code === '42P01') return new Set();
+    throw error;
+  }
+}
+
+export function createPostgresStore(url: string, options: { poolMax: number }): Store {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolMax,
+    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+    // Detects a silently dead server on idle connections.
+    keepAlive: true,
+    types: typeParsers,
+  });
+  // An idle client whose connection dies is already removed by the pool; without a
+  // listener the 'error' event would crash the process.
+  pool.on('error', () => {});
+
+  const query = async <R extends QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> =>
+    guard(async () => (await pool.query<R>(text, values)).rows);
+
+  const petColumns = 'id, name, category_id, status';
+  const keyColumns = 'id, account_id, environment, key_hash, hint, created_at, revoked_at';
+  let ended: Promise<void> | undefined;
+
+  return {
+    kind: 'postgres',
+
+    async migrate() {
+      return guard(async () => {
+        // One session holds the lock for the whole run, so concurrent migrators (other
+        // processes too) run one after another and each version is applied once.
+        const client = await pool.connect();
+        // A checked-out client has no pool listener; a dropped connection must not crash us.
+        const ignore = () => {};
+        client.on('error', ignore);
+        let healthy = false;
+        try {
+          await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+          await client.query(
+            'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)',
+          );
+          const done = await appliedVersions(client);
+          const applied: number[] = [];
+          for (const m of migrations) {
+            if (done.has(m.version)) continue;
+            await client.query('BEGIN');
+            try {
+              await client.query(m.sql);
+              await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [
+                m.version, m.name,
+              ]);
+              await client.query('COMMIT');
+            } catch (error) {
+              await client.query('ROLLBACK').catch(() => {});
+              throw error;
+            }
+            applied.push(m.version);
+          }
+          await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+          healthy = true;
+          return applied;
+        } finally {
+          client.off('error', ignore);
+          // On failure the connection is destroyed, which also releases the lock.
+          client.release(!healthy);
+        }
+      });
+    },
+
+    async pendingMigrations() {
+      const done = await guard(() => appliedVersions(pool));
+      return migrations.filter((m) => !done.has(m.version)).map((m) => m.version);
+    },
+
+    poolStats() {
+      return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
+    },
+
+    async ping() {
+      await query('SELECT 1');
+    },
+
+    async close() {
+      ended ??= pool.end();
+      await ended;
+    },
+
+    async getOrCreateSetting(key, create) {
+      // Two statements on purpose: the SELECT takes a fresh snapshot, so it sees a row
+      // a concurrent writer committed after our INSERT gave way to it.
+      await query('INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [key, create()]);
+      return (await query<{ value: string }>('SELECT value FROM settings WHERE key = $1', [key]))[0]!.value;
+    },
+
+    async createAccount(account) {
+      await query('INSERT INTO accounts (id, name, created_at) VALUES ($1, $2, $3)', [
+        account.id, account.name, account.createdAt,
+      ]);
+      return account;
+    },
+
+    async getAccount(id) {
+      const [row] = await query<{ id: string; name: string; created_at: string }>(
+        'SELECT id, name, created_at FROM accounts WHERE id = $1',
+        [id],
+      );
+      return row && { id: row.id, name: row.name, createdAt: row.created_at };
+    },
+
+    async createApiKey(key) {
+      await query(
+        'INSERT INTO api_keys (id, account_id, environment, key_hash, hint, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+        [key.id, key.accountId, key.environment, key.keyHash, key.hint, key.createdAt, key.revokedAt],
+      );
+      return key;
+    },
+
+    async findApiKeyByHash(keyHash) {
+      const [row] = await query<KeyRow>(`SELECT ${keyColumns} FROM api_keys WHERE key_hash = $1`, [keyHash]);
+      return row && toKey(row);
+    },
+
+    async listApiKeys(accountId) {
+      const rows = await query<KeyRow>(
+        `SELECT ${keyColumns} FROM api_keys WHERE account_id = $1 ORDER BY created_at, id`,
+        [accountId],
+      );
+      return rows.map(toKey);
+    },
+
+    async revokeApiKey(id, revokedAt) {
+      // COALESCE keeps the first revocation time, so revoking again changes nothing.
+      const [row] = await query<KeyRow>(
+        `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 RETURNING ${keyColumns}`,
+        [revokedAt, id],
+      );
+      return row && toKey(row);
+    },
+
+    async createPet(accountId, pet: NewPet, createdAt) {
+      const [row] = await query<PetRow>(
+        `INSERT INTO pets (account_id, name, category_id, status, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING ${petColumns}`,
+        [accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt],
+      );
+      return toPet(row!);
+    },
+
+    async getPet(accountId, id) {
+      // A bigint parameter rejects fractions; no pet has such an id (SQLite answers undefined too).
+      if (!Number.isSafeInteger(id)) return undefined;
+      const [row] = await query<PetRow>(`SELECT ${petColumns} FROM pets WHERE account_id = $1 AND id = $2`, [accountId, id]);
+      return row && toPet(row);
+    },
+
+    async listPets({ accountId, limit, status, afterId = 0 }: ListPetsQuery) {
+      // Integer ids: "id > 1.5" equals "id > 1". SQLite reads a negative LIMIT as none.
+      const after = Math.floor(afterId);
+      const max = limit < 0 ? null : limit;
+      const rows = status
+        ? await query<PetRow>(
+            `SELECT ${petColumns} FROM pets WHERE account_id = $1 AND status = $2 AND id > $3 ORDER BY id LIMIT $4`,
+            [accountId, status, after, max],
+          )
+        : await query<PetRow>(
+            `SELECT ${petColumns} FROM pets WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+            [accountId, after, max],
+          );
+      return rows.map(toPet);
+    },
+  };
+}

@@ -1,0 +1,575 @@
+// The Store contract: every backend must behave the same through the interface.
+// Each test gets a fresh, real database (no mocks); PostgreSQL runs only when
+// PETSTORE_TEST_POSTGRES_URL is set (see test/helpers/backends.ts).
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { describe, it, type TestContext } from 'node:test';
+import { StoreUnavailableError } from '../src/errors.js';
+import type { NewPet, Pet, PetStatus } from '../src/schemas/index.js';
+import { createStore } from '../src/store/index.js';
+import type { Account, ApiKeyRecord, Store } from '../src/store/types.js';
+import { type Backend, type BackendDatabase, backends, postgresAdminUrl, withPostgresAdmin } from './helpers/backends.js';
+
+const POOL_MAX = 4;
+const T0 = '2024-05-01T12:00:00.000Z';
+
+async function openStore(t: TestContext, backend: Backend, url?: string): Promise<{ store: Store; database: BackendDatabase }> {
+  // A given url belongs to another store of the same test, which drops it.
+  const database = url ? { url, drop: async () => {} } : await backend.createDatabase();
+  const store = await createStore({ databaseUrl: database.url, pgPoolMax: POOL_MAX }).catch(async (error: unknown) => {
+    await database.drop();
+    throw error;
+  });
+  t.after(async () => {
+    await store.close();
+    await database.drop();
+  });
+  return { store, database };
+}
+
+async function migratedStore(t: TestContext, backend: Backend): Promise<Store> {
+  const { store } = await openStore(t, backend);
+  await store.migrate();
+  return store;
+}
+
+const uid = () => randomBytes(6).toString('hex');
+
+function newAccount(overrides: Partial<Account> = {}): Account {
+  return { id: `acct_${uid()}`, name: 'Test account', createdAt: T0, ...overrides };
+}
+
+function newKey(accountId: string, overrides: Partial<ApiKeyRecord> = {}): ApiKeyRecord {
+  return {
+    id: `key_${uid()}`,
+    accountId,
+    environment: 'production',
+    keyHash: randomBytes(32).toString('hex'),
+    hint: uid().slice(0, 4),
+    createdAt: T0,
+    revokedAt: null,
+    ...overrides,
+  };
+}
+
+async function withAccount(store: Store, overrides: Partial<Account> = {}): Promise<Account> {
+  return store.createAccount(newAccount(overrides));
+}
+
+const isUnavailable = (error: unknown) => error instanceof StoreUnavailableError;
+/** Rejected, but by the database (a constraint), not reported as an outage. */
+const isConstraintError = (error: unknown) => error instanceof Error && !(error instanceof StoreUnavailableError);
+
+/**
+ * Runs `call` until it succeeds, allowing only StoreUnavailableError before that. Idle clients
+ * whose connection died may not have noticed yet; each failed call discards one, so success
+ * must come within POOL_MAX + 1 attempts.
+ */
+async function afterDeadClients<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; attempt < POOL_MAX; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      assert.ok(isUnavailable(error), `unexpected error: ${String(error)}`);
+    }
+  }
+  return call();
+}
+
+/** Walks every page of listPets and returns the pets in the order seen. */
+async function walk(store: Store, accountId: string, pageSize: number, status?: PetStatus): Promise<Pet[]> {
+  const seen: Pet[] = [];
+  let afterId = 0;
+  for (;;) {
+    const page = await store.listPets({ accountId, limit: pageSize, status, afterId });
+    assert.ok(page.length <= pageSize, `page of ${page.length} exceeds limit ${pageSize}`);
+    seen.push(...page);
+    if (page.length < pageSize) return seen;
+    afterId = page[page.length - 1]!.id;
+  }
+}
+
+for (const backend of backends) {
+  describe(backend.name, () => {
+    describe('migrations', () => {
+      it('when the database is empty, then pendingMigrations lists every version in order without applying any', async (t) => {
+        const { store } = await openStore(t, backend);
+        const pending = await store.pendingMigrations();
+        assert.ok(pending.length > 0);
+        assert.ok(pending.every((v, i) => Number.isInteger(v) && v > 0 && (i === 0 || v > pending[i - 1]!)), `not ascending: ${pending}`);
+        assert.deepEqual(await store.pendingMigrations(), pending);
+        // Still all pending: listing applied nothing.
+        assert.deepEqual(await store.migrate(), pending);
+      });
+
+      it('when migrate runs on an empty database, then it applies every version and none stays pending', async (t) => {
+        const { store } = await openStore(t, backend);
+        const pending = await store.pendingMigrations();
+        assert.deepEqual(await store.migrate(), pending);
+        assert.deepEqual(await store.pendingMigrations(), []);
+        const account = await withAccount(store);
+        assert.deepEqual(await store.getAccount(account.id), account);
+      });
+
+      it('when migrate runs again, from the same or another store, then it applies nothing and keeps the data', async (t) => {
+        const { store, database } = await openStore(t, backend);
+        await store.migrate();
+        const account = await withAccount(store);
+        assert.deepEqual(await store.migrate(), []);
+        const { store: other } = await openStore(t, backend, database.url);
+        assert.deepEqual(await other.pendingMigrations(), []);
+        assert.deepEqual(await other.migrate(), []);
+        assert.deepEqual(await other.getAccount(account.id), account);
+      });
+
+      it('when two stores migrate the same fresh database at once, then both succeed and each version is applied once', async (t) => {
+        const { store: first, database } = await openStore(t, backend);
+        const { store: second } = await openStore(t, backend, database.url);
+        const expected = await first.pendingMigrations();
+        const [a, b] = await Promise.all([first.migrate(), second.migrate()]);
+        assert.deepEqual([...a, ...b].sort((x, y) => x - y), expected);
+        assert.deepEqual(await first.pendingMigrations(), []);
+        assert.deepEqual(await second.pendingMigrations(), []);
+      });
+    });
+
+    describe('ping and close', () => {
+      it('when the database is reachable, then ping resolves', async (t) => {
+        const store = await migratedStore(t, backend);
+        await store.ping();
+      });
+
+      it('when close is called twice, then both calls resolve', async (t) => {
+        const { store } = await openStore(t, backend);
+        await store.ping();
+        await store.close();
+        await store.close();
+      });
+    });
+
+    describe('accounts', () => {
+      it('when an account is created, then getAccount returns it exactly', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = newAccount({ name: 'Zoë’s Pets 🐾 — 東京' });
+        assert.deepEqual(await store.createAccount(account), account);
+        assert.deepEqual(await store.getAccount(account.id), account);
+      });
+
+      it('when the account id is unknown, then getAccount returns undefined', async (t) => {
+        const store = await migratedStore(t, backend);
+        await withAccount(store);
+        assert.equal(await store.getAccount('acct_unknown'), undefined);
+      });
+
+      it('when timestamps are stored, then they come back as the same ISO strings', async (t) => {
+        const store = await migratedStore(t, backend);
+        const times = ['0001-01-01T00:00:00.000Z', '1970-01-01T00:00:00.000Z', '2024-02-29T23:59:59.999Z', '9999-12-31T23:59:59.999Z'];
+        for (const createdAt of times) {
+          const account = await withAccount(store, { createdAt });
+          assert.equal((await store.getAccount(account.id))?.createdAt, createdAt);
+          const key = await store.createApiKey(newKey(account.id, { createdAt, revokedAt: createdAt }));
+          assert.deepEqual(await store.findApiKeyByHash(key.keyHash), key);
+        }
+      });
+    });
+
+    describe('API keys', () => {
+      it('when a key is created, then findApiKeyByHash returns the same record', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = await withAccount(store);
+        const active = newKey(account.id, { environment: 'staging' });
+        const revoked = newKey(account.id, { revokedAt: '2024-05-02T00:00:00.123Z' });
+        assert.deepEqual(await store.createApiKey(active), active);
+        assert.deepEqual(await store.createApiKey(revoked), revoked);
+        assert.deepEqual(await store.findApiKeyByHash(active.keyHash), active);
+        assert.deepEqual(await store.findApiKeyByHash(revoked.keyHash), revoked);
+      });
+
+      it('when the hash is unknown, then findApiKeyByHash returns undefined', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = await withAccount(store);
+        await store.createApiKey(newKey(account.id));
+        assert.equal(await store.findApiKeyByHash('0'.repeat(64)), undefined);
+      });
+
+      it('when an account has several keys, then listApiKeys returns only its keys by createdAt then id (byte order)', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = await withAccount(store);
+        const other = await withAccount(store);
+        const t1 = '2024-05-01T00:00:00.000Z';
+        const t2 = '2024-05-01T00:00:00.001Z';
+        const t3 = '2024-06-01T00:00:00.000Z';
+        // Inserted out of order; ties on createdAt sort by id in byte order ('A' < 'a' < 'z').
+        const keys = [
+          newKey(account.id, { id: 'key_b', createdAt: t2 }),
+          newKey(account.id, { id: 'key_z', createdAt: t1 }),
+          newKey(other.id, { id: 'key_0', createdAt: t1 }),
+          newKey(account.id, { id: 'key_a', createdAt: t1, revokedAt: t3 }),
+          newKey(account.id, { id: 'key_0x', createdAt: t3 }),
+          newKey(account.id, { id: 'key_A', createdAt: t1 }),
+        ];
+        for (const key of keys) await store.createApiKey(key);
+        const listed = await store.listApiKeys(account.id);
+        assert.deepEqual(listed.map((k) => k.id), ['key_A', 'key_a', 'key_z', 'key_b', 'key_0x']);
+        assert.deepEqual(listed, ['key_A', 'key_a', 'key_z', 'key_b', 'key_0x'].map((id) => keys.find((k) => k.id === id)));
+        assert.deepEqual(await store.listApiKeys('acct_without_keys'), []);
+      });
+
+      it('when a key is revoked twice, then it keeps the first revocation time', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = await withAccount(store);
+        const key = await store.createApiKey(newKey(account.id));
+        const first = '2024-05-02T10:00:00.000Z';
+        const revoked = { ...key, revokedAt: first };
+        assert.deepEqual(await store.revokeApiKey(key.id, first), revoked);
+        assert.deepEqual(await store.revokeApiKey(key.id, '2024-05-03T10:00:00.000Z'), revoked);
+        assert.deepEqual(await store.findApiKeyByHash(key.keyHash), revoked);
+        assert.deepEqual(await store.listApiKeys(account.id), [revoked]);
+      });
+
+      it('when the key id is unknown, then revokeApiKey returns undefined', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = await withAccount(store);
+        const key = await store.createApiKey(newKey(account.id));
+        assert.equal(await store.revokeApiKey('key_unknown', T0), undefined);
+        assert.deepEqual(await store.findApiKeyByHash(key.keyHash), key);
+      });
+
+      it('when a key has an environment outside the enum, then the store rejects it', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = await withAccount(store);
+        const bad = { ...newKey(account.id), environment: 'development' } as unknown as ApiKeyRecord;
+        await assert.rejects(store.createApiKey(bad), isConstraintError);
+        assert.deepEqual(await store.listApiKeys(account.id), []);
+      });
+    });
+
+    describe('pets', () => {
+      it('when pets are created on a fresh database, then ids are numbers starting at 1 and increasing', async (t) => {
+        const store = await migratedStore(t, backend);
+        const a = await withAccount(store);
+        const b = await withAccount(store);
+        const ids: number[] = [];
+        for (let i = 0; i < 5; i++) {
+          ids.push((await store.createPet(i % 2 ? a.id : b.id, { name: `Pet ${i}`, categoryId: 1 }, T0)).id);
+        }
+        // Ids are global (not per account) and assigned by the database.
+        assert.deepEqual(ids, [1, 2, 3, 4, 5]);
+      });
+
+      it('when a pet has no status, then the status property is absent from every result', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = await withAccount(store);
+        const created = await store.createPet(account.id, { name: 'Rex', categoryId: 3 }, T0);
+        assert.deepEqual(created, { id: created.id, name: 'Rex', categoryId: 3 });
+        assert.equal('status' in created, false);
+        const fetched = await store.getPet(account.id, created.id);
+        assert.ok(fetched);
+        assert.equal('status' in fetched, false);
+        const [listed] = await store.listPets({ accountId: account.id, limit: 10 });
+        assert.ok(listed);
+        assert.equal('status' in listed, false);
+        assert.deepEqual(fetched, created);
+        assert.deepEqual(listed, created);
+      });
+
+      it('when a pet has a status, then createPet, getPet and listPets return it', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = await withAccount(store);
+        for (const status of ['available', 'pending', 'sold'] as const) {
+          const created = await store.createPet(account.id, { name: status, categoryId: 2, status }, T0);
+          assert.deepEqual(created, { id: created.id, name: status, categoryId: 2, status });
+          assert.deepEqual(await store.getPet(account.id, created.id), created);
+          assert.deepEqual(await store.listPets({ accountId: account.id, limit: 1, afterId: created.id - 1 }), [created]);
+        }
+      });
+
+      it('when a name uses Unicode and a category id is the largest safe integer, then both round-trip exactly', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = await withAccount(store);
+        const names = [
+          '👩‍👩‍👧‍👦 family',
+          'Ærøskøbing',
+          '東京のネコ',
+          'שלום',
+          '\u00e9', // precomposed é
+          'e\u0301', // e + combining acute: must stay distinct from the one above
+          '𝔘𝔫𝔦𝔠𝔬𝔡𝔢',
+          'ＦＵＬＬＷＩＤＴＨ',
+          '🐈'.repeat(127),
+          "O'Brien; DROP TABLE pets; --",
+        ];
+        const created: Pet[] = [];
+        for (const name of names) created.push(await store.createPet(account.id, { name, categoryId: Number.MAX_SAFE_INTEGER }, T0));
+        for (const [i, pet] of created.entries()) {
+          assert.equal(pet.name, names[i]);
+          const fetched = await store.getPet(account.id, pet.id);
+          assert.ok(fetched);
+          assert.equal(fetched.name, names[i]);
+          assert.equal(Buffer.compare(Buffer.from(fetched.name), Buffer.from(names[i]!)), 0);
+          assert.equal(fetched.categoryId, Number.MAX_SAFE_INTEGER);
+        }
+        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 100 }), created);
+      });
+
+      it("when an account asks for another account's pet or an unknown id, then getPet returns undefined", async (t) => {
+        const store = await migratedStore(t, backend);
+        const owner = await withAccount(store);
+        const stranger = await withAccount(store);
+        const pet = await store.createPet(owner.id, { name: 'Mine', categoryId: 1 }, T0);
+        assert.deepEqual(await store.getPet(owner.id, pet.id), pet);
+        assert.equal(await store.getPet(stranger.id, pet.id), undefined);
+        assert.equal(await store.getPet(owner.id, pet.id + 1), undefined);
+        assert.equal(await store.getPet(owner.id, 0), undefined);
+        assert.equal(await store.getPet(owner.id, pet.id + 0.5), undefined);
+      });
+
+      it('when pets are listed, then they come in ascending id order, at most limit, for that account only', async (t) => {
+        const store = await migratedStore(t, backend);
+        const a = await withAccount(store);
+        const b = await withAccount(store);
+        const mine: Pet[] = [];
+        for (let i = 0; i < 6; i++) {
+          mine.push(await store.createPet(a.id, { name: `A${i}`, categoryId: i + 1 }, T0));
+          await store.createPet(b.id, { name: `B${i}`, categoryId: i + 1 }, T0);
+        }
+        assert.deepEqual(await store.listPets({ accountId: a.id, limit: 100 }), mine);
+        assert.deepEqual(await store.listPets({ accountId: a.id, limit: 4 }), mine.slice(0, 4));
+        assert.deepEqual(await store.listPets({ accountId: a.id, limit: 0 }), []);
+        assert.deepEqual(await store.listPets({ accountId: 'acct_nobody', limit: 10 }), []);
+      });
+
+      it('when a status filter is given, then listPets returns only pets with that status, in id order', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = await withAccount(store);
+        const other = await withAccount(store);
+        const statuses: (PetStatus | undefined)[] = ['sold', undefined, 'available', 'sold', 'pending', undefined, 'sold'];
+        const pets: Pet[] = [];
+        for (const [i, status] of statuses.entries()) {
+          const pet: NewPet = status ? { name: `P${i}`, categoryId: 1, status } : { name: `P${i}`, categoryId: 1 };
+          pets.push(await store.createPet(account.id, pet, T0));
+          await store.createPet(other.id, { name: `O${i}`, categoryId: 1, status: 'sold' }, T0);
+        }
+        for (const status of ['available', 'pending', 'sold'] as const) {
+          assert.deepEqual(
+            await store.listPets({ accountId: account.id, limit: 100, status }),
+            pets.filter((p) => p.status === status),
+          );
+        }
+        const sold = pets.filter((p) => p.status === 'sold');
+        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 2, status: 'sold' }), sold.slice(0, 2));
+      });
+
+      it('when afterId is given, then listPets returns only pets with a greater id (keyset)', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = await withAccount(store);
+        const pets: Pet[] = [];
+        for (let i = 0; i < 5; i++) pets.push(await store.createPet(account.id, { name: `P${i}`, categoryId: 1, status: 'available' }, T0));
+        const pivot = pets[1]!.id;
+        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10, afterId: pivot }), pets.slice(2));
+        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 2, afterId: pivot }), pets.slice(2, 4));
+        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10, afterId: pivot, status: 'available' }), pets.slice(2));
+        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10, afterId: pivot + 0.5 }), pets.slice(2));
+        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10, afterId: pets[4]!.id }), []);
+        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10, afterId: Number.MAX_SAFE_INTEGER }), []);
+      });
+
+      it('when 1 000 pets are walked in pages of 7, then each is seen exactly once, in order', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = await withAccount(store);
+        const other = await withAccount(store);
+        const statuses = [undefined, 'available', 'pending', 'sold'] as const;
+        const pets: Pet[] = [];
+        for (let i = 0; i < 1000; i++) {
+          const status = statuses[i % statuses.length];
+          pets.push(await store.createPet(account.id, status ? { name: `P${i}`, categoryId: i + 1, status } : { name: `P${i}`, categoryId: i + 1 }, T0));
+          if (i % 100 === 0) await store.createPet(other.id, { name: `O${i}`, categoryId: 1, status: 'sold' }, T0);
+        }
+        const seen = await walk(store, account.id, 7);
+        assert.equal(seen.length, 1000);
+        assert.equal(new Set(seen.map((p) => p.id)).size, 1000);
+        assert.deepEqual(seen, pets);
+        assert.deepEqual(await walk(store, account.id, 7, 'sold'), pets.filter((p) => p.status === 'sold'));
+      });
+
+      it('when a pet has a status outside the enum, then the store rejects it', async (t) => {
+        const store = await migratedStore(t, backend);
+        const account = await withAccount(store);
+        const bad = { name: 'Bad', categoryId: 1, status: 'lost' } as unknown as NewPet;
+        await assert.rejects(store.createPet(account.id, bad, T0), isConstraintError);
+        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10 }), []);
+      });
+
+      it('when a pet names an unknown account, then the store rejects it', async (t) => {
+        const store = await migratedStore(t, backend);
+        await assert.rejects(store.createPet('acct_unknown', { name: 'Orphan', categoryId: 1 }, T0), isConstraintError);
+        assert.deepEqual(await store.listPets({ accountId: 'acct_unknown', limit: 10 }), []);
+      });
+    });
+
+    describe('settings', () => {
+      it('when a setting is absent, then it is created; when present, then the first value is returned', async (t) => {
+        const store = await migratedStore(t, backend);
+        let calls = 0;
+        assert.equal(await store.getOrCreateSetting('cursor_secret', () => (calls++, 'first')), 'first');
+        assert.equal(await store.getOrCreateSetting('cursor_secret', () => (calls++, 'second')), 'first');
+        assert.equal(await store.getOrCreateSetting('other', () => 'x'), 'x');
+        assert.ok(calls >= 1);
+      });
+
+      it('when many callers race for the same setting, then all of them get the one value that was stored', async (t) => {
+        const { store, database } = await openStore(t, backend);
+        await store.migrate();
+        const { store: other } = await openStore(t, backend, database.url);
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => (i % 2 ? store : other).getOrCreateSetting('race', () => `value-${i}`)),
+        );
+        assert.equal(new Set(results).size, 1);
+        assert.match(results[0]!, /^value-\d+$/);
+        assert.equal(await store.getOrCreateSetting('race', () => 'late'), results[0]);
+      });
+    });
+
+    if (backend.name === 'postgres') {
+      describe('outages', () => {
+        it('when an admin terminates the store connections, then calls succeed or throw StoreUnavailableError, and succeed again afterwards', async (t) => {
+          const { store, database } = await openStore(t, backend);
+          await store.migrate();
+          const account = await withAccount(store);
+          // Fill the pool so idle clients die too (an unhandled idle error would crash this process).
+          await Promise.all(Array.from({ length: POOL_MAX }, () => store.getAccount(account.id)));
+          assert.ok((store.poolStats?.().idle ?? 0) >= 1, 'the pool holds idle connections');
+          const name = new URL(database.url).pathname.slice(1);
+          const { rowCount } = await withPostgresAdmin((admin) =>
+            admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]),
+          );
+          assert.ok((rowCount ?? 0) >= 1, 'no connection was terminated');
+
+          const outcomes = await Promise.allSettled(Array.from({ length: POOL_MAX * 2 }, () => store.getAccount(account.id)));
+          for (const outcome of outcomes) {
+            if (outcome.status === 'fulfilled') assert.deepEqual(outcome.value, account);
+            else assert.ok(isUnavailable(outcome.reason), `unexpected error: ${String(outcome.reason)}`);
+          }
+          assert.deepEqual(await afterDeadClients(() => store.getAccount(account.id)), account);
+          const again = await Promise.all(Array.from({ length: POOL_MAX * 2 }, () => store.getAccount(account.id)));
+          assert.ok(again.every((a) => a?.id === account.id));
+        });
+
+        it('when nothing listens at the database address, then every method throws StoreUnavailableError quickly', async (t) => {
+          const port = await freePort();
+          const url = new URL(postgresAdminUrl!);
+          url.hostname = '127.0.0.1';
+          url.port = String(port);
+          const { store } = await openStore(t, backend, url.toString());
+          const started = Date.now();
+          await assert.rejects(store.ping(), isUnavailable);
+          await assert.rejects(store.migrate(), isUnavailable);
+          await assert.rejects(store.pendingMigrations(), isUnavailable);
+          await assert.rejects(store.getAccount('acct_x'), isUnavailable);
+          await assert.rejects(store.createPet('acct_x', { name: 'Rex', categoryId: 1 }, T0), isUnavailable);
+          await assert.rejects(store.getOrCreateSetting('k', () => 'v'), isUnavailable);
+          assert.ok(Date.now() - started < 3000, `took ${Date.now() - started} ms`);
+        });
+
+        // The timeout turns a missing connect timeout (a hang) into a failure.
+        it('when the server accepts connections but never answers, then calls fail with StoreUnavailableError after the connect timeout', { timeout: 10_000 }, async (t) => {
+          const held = new Set<net.Socket>();
+          const server = net.createServer((socket) => {
+            held.add(socket);
+            socket.on('error', () => {});
+          });
+          const port = await listen(server, 0);
+          t.after(() => closeServer(server, held));
+          const url = new URL(postgresAdminUrl!);
+          url.hostname = '127.0.0.1';
+          url.port = String(port);
+          const { store } = await openStore(t, backend, url.toString());
+          const started = Date.now();
+          await assert.rejects(store.ping(), isUnavailable);
+          const elapsed = Date.now() - started;
+          assert.ok(elapsed < 5000, `took ${elapsed} ms`);
+        });
+
+        it('when the connection drops and the server comes back, then calls throw StoreUnavailableError and then succeed without a restart', async (t) => {
+          const { database } = await openStore(t, backend);
+          const target = new URL(postgresAdminUrl!);
+          const proxy = createProxy(target.hostname, Number(target.port || 5432));
+          const port = await proxy.start(0);
+          t.after(() => proxy.stop());
+          const url = new URL(database.url);
+          url.hostname = '127.0.0.1';
+          url.port = String(port);
+          const { store } = await openStore(t, backend, url.toString());
+          await store.migrate();
+          const account = await withAccount(store);
+          await Promise.all(Array.from({ length: POOL_MAX }, () => store.getAccount(account.id)));
+
+          await proxy.stop(); // resets every open connection, then refuses new ones
+          await assert.rejects(store.getAccount(account.id), isUnavailable);
+          await assert.rejects(store.ping(), isUnavailable);
+          await assert.rejects(store.createPet(account.id, { name: 'Rex', categoryId: 1 }, T0), isUnavailable);
+
+          await proxy.start(port);
+          await afterDeadClients(() => store.ping());
+          assert.deepEqual(await store.getAccount(account.id), account);
+          const pet = await store.createPet(account.id, { name: 'Rex', categoryId: 1 }, T0);
+          assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10 }), [pet]);
+        });
+      });
+    }
+  });
+}
+
+function listen(server: net.Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve((server.address() as net.AddressInfo).port);
+    });
+  });
+}
+
+function closeServer(server: net.Server, sockets: Set<net.Socket>): Promise<void> {
+  for (const socket of sockets) socket.resetAndDestroy();
+  sockets.clear();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  const port = await listen(server, 0);
+  await closeServer(server, new Set());
+  return port;
+}
+
+/** A TCP proxy to PostgreSQL that can be cut (connections reset, port closed) and restored. */
+function createProxy(host: string, targetPort: number) {
+  let server: net.Server | undefined;
+  const sockets = new Set<net.Socket>();
+  return {
+    async start(port: number): Promise<number> {
+      server = net.createServer((client) => {
+        const upstream = net.connect(targetPort, host);
+        for (const socket of [client, upstream]) {
+          sockets.add(socket);
+          socket.on('error', () => {});
+          socket.on('close', () => {
+            sockets.delete(socket);
+            client.destroy();
+            upstream.destroy();
+          });
+        }
+        client.pipe(upstream).pipe(client);
+      });
+      return listen(server, port);
+    },
+    async stop(): Promise<void> {
+      if (!server) return;
+      const closing = server;
+      server = undefined;
+      await closeServer(closing, sockets);
+    },
+  };
+}
