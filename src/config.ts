@@ -21,9 +21,11 @@ export interface Config {
   pgPoolMax: number;
   /** Redis URL for shared rate limits; undefined means in-memory. */
   redisUrl: string | undefined;
-  /** Requests per second allowed per API key, and the burst on top. */
+  /** Per API key: sustained requests per second, and the bucket size (largest burst). */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
+  /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
+  metricsToken: string | undefined;
   /** How long to wait for in-flight requests on SIGTERM, in ms. */
   shutdownTimeoutMs: number;
 }
@@ -88,7 +90,8 @@ export function loadConfig(env: Env = process.env): Config {
     pgPoolMax: integer(env, 'PETSTORE_PG_POOL_MAX', 10, 1, 1000),
     redisUrl: env.PETSTORE_REDIS_URL || undefined,
     rateLimitPerSecond: integer(env, 'PETSTORE_RATE_LIMIT_PER_SECOND', 100, 1, 1_000_000),
-    rateLimitBurst: integer(env, 'PETSTORE_RATE_LIMIT_BURST', 200, 0, 1_000_000),
+    rateLimitBurst: integer(env, 'PETSTORE_RATE_LIMIT_BURST', 200, 1, 1_000_000),
+    metricsToken: env.PETSTORE_METRICS_TOKEN || undefined,
     shutdownTimeoutMs: integer(env, 'PETSTORE_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
   };
 }

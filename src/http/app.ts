@@ -11,7 +11,10 @@ import { sharedSchemas } from '../schemas/index.js';
 import { createServices } from '../services/index.js';
 import type { Store } from '../store/types.js';
 import { clientErrorHandler, registerErrorHandling } from './plugins/errors.js';
+import { createMetrics, registerMetrics } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
+import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../services/rate-limit.js';
+import { instrumentStore } from '../store/instrumented.js';
 import { healthRoutes } from './routes/health.js';
 import { petRoutes } from './routes/pets.js';
 import { createValidatorCompiler } from './validation.js';
@@ -44,6 +47,23 @@ function parseJson(body: Buffer): unknown {
   }
 }
 
+function createRateLimiter(config: Config, log: FastifyBaseLogger, countError: () => void): RateLimiter {
+  const options = { ratePerSecond: config.rateLimitPerSecond, capacity: config.rateLimitBurst };
+  if (!config.redisUrl) return createMemoryRateLimiter(options);
+  let lastLogged = 0;
+  return createRedisRateLimiter(config.redisUrl, {
+    ...options,
+    onError: (err) => {
+      countError();
+      // Fail open, but say so: at most one log line per 10 s while Redis is away.
+      if (Date.now() - lastLogged > 10_000) {
+        lastLogged = Date.now();
+        log.warn({ err }, 'rate limiter unavailable: allowing requests without a shared limit');
+      }
+    },
+  });
+}
+
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
 export async function buildApp({ config, store, logger, clock = systemClock }: AppDeps): Promise<FastifyInstance> {
@@ -61,7 +81,11 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  const services = await createServices({ store, clock, environment: config.environment });
+  const metrics = createMetrics();
+  const timedStore = instrumentStore(store, (operation, seconds) => metrics.storeDuration.observe({ operation }, seconds));
+  const services = await createServices({ store: timedStore, clock, environment: config.environment });
+  const rateLimiter = createRateLimiter(config, app.log, () => metrics.rateLimiterErrors.inc());
+  app.addHook('onClose', async () => rateLimiter.close());
 
   for (const schema of sharedSchemas) app.addSchema(schema);
   app.setValidatorCompiler(createValidatorCompiler(sharedSchemas));
@@ -91,9 +115,10 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
     methodsByUrl.set(route.url, methods);
   });
 
+  registerMetrics(app, metrics, store, config.metricsToken);
   await registerOpenApi(app, config);
   await app.register(healthRoutes, { store });
-  await app.register(petRoutes, { services, clock });
+  await app.register(petRoutes, { services, clock, rateLimiter, metrics });
 
   for (const [url, allowed] of methodsByUrl) {
     const other = ALL_METHODS.filter((m) => !allowed.has(m));

@@ -26,6 +26,18 @@ export const retryAfterHeader: HeaderSpec = {
   'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' },
 };
 
+/** draft-ietf-httpapi-ratelimit-headers-09, on every response after authentication. */
+export const rateLimitHeaders: HeaderSpec = {
+  'RateLimit-Policy': {
+    type: 'string',
+    description: 'The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds).',
+  },
+  RateLimit: {
+    type: 'string',
+    description: 'What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`.',
+  },
+};
+
 /** Responses every authenticated operation can produce. */
 export function commonErrors(extraHeaders: HeaderSpec = {}) {
   return {
@@ -33,7 +45,15 @@ export function commonErrors(extraHeaders: HeaderSpec = {}) {
       ...wwwAuthenticateHeader,
       ...extraHeaders,
     }),
-    500: errorResponse('Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support.', extraHeaders),
+    429: errorResponse('Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds.', {
+      ...retryAfterHeader,
+      ...rateLimitHeaders,
+      ...extraHeaders,
+    }),
+    500: errorResponse('Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support.', {
+      ...rateLimitHeaders,
+      ...extraHeaders,
+    }),
     503: errorResponse('The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds.', {
       ...retryAfterHeader,
       ...extraHeaders,

@@ -29,8 +29,16 @@ export interface ListPetsQuery {
   afterId?: number | undefined;
 }
 
+export interface PoolStats {
+  total: number;
+  idle: number;
+  waiting: number;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
+  /** Connection pool usage, for backends that pool connections. */
+  poolStats?(): PoolStats;
   /** Applies pending migrations; safe to call from several processes at once. */
   migrate(): Promise<number[]>;
   /** Pending migration versions, without applying them. */

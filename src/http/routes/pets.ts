@@ -6,9 +6,13 @@ import { ListPetsQuery, NewPet, PAGE_LIMIT_DEFAULT, Pet, PetIdParams, Pets, ref 
 import type { Services } from '../../services/index.js';
 import { GET_PET_SUNSET_AT, getPetDeprecationHeaders } from '../deprecation.js';
 import { accountId, createAuthHook } from '../plugins/auth.js';
-import { commonErrors, errorResponse, success } from '../responses.js';
+import type { Metrics } from '../plugins/metrics.js';
+import { createRateLimitHook } from '../plugins/rate-limit.js';
+import type { RateLimiter } from '../../services/rate-limit.js';
+import { commonErrors, errorResponse, rateLimitHeaders, success } from '../responses.js';
 
 const linkHeader = {
+  ...rateLimitHeaders,
   Link: {
     type: 'string' as const,
     description:
@@ -17,6 +21,7 @@ const linkHeader = {
 };
 
 const deprecationHeaders = {
+  ...rateLimitHeaders,
   Deprecation: { type: 'string' as const, description: 'RFC 9745: when the operation was deprecated, as `@<unix seconds>`.' },
   Sunset: { type: 'string' as const, description: 'RFC 8594: removal date, `Thu, 05 Dec 2030 00:00:00 GMT`. From then on: 410.' },
   Link: {
@@ -25,8 +30,17 @@ const deprecationHeaders = {
   },
 };
 
-export const petRoutes: FastifyPluginAsyncTypebox<{ services: Services; clock: Clock }> = async (app, { services, clock }) => {
+export interface PetRoutesOptions {
+  services: Services;
+  clock: Clock;
+  rateLimiter: RateLimiter;
+  metrics: Metrics;
+}
+
+export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { services, clock, rateLimiter, metrics }) => {
+  // Order matters: who is calling, then whether they may call now, then everything else.
   app.addHook('onRequest', createAuthHook(services.apiKeys));
+  app.addHook('onRequest', createRateLimitHook(rateLimiter, metrics));
 
   app.get(
     '/v1/pets',
@@ -42,7 +56,10 @@ export const petRoutes: FastifyPluginAsyncTypebox<{ services: Services; clock: C
         querystring: ListPetsQuery,
         response: {
           200: success('A page of animals (a bare JSON array).', ref(Pets), linkHeader),
-          400: errorResponse('A query parameter is invalid (`invalid_request`) or the cursor is malformed or tampered with (`invalid_cursor`).'),
+          400: errorResponse(
+            'A query parameter is invalid (`invalid_request`) or the cursor is malformed or tampered with (`invalid_cursor`).',
+            rateLimitHeaders,
+          ),
           ...commonErrors(),
         },
       },
@@ -68,11 +85,12 @@ export const petRoutes: FastifyPluginAsyncTypebox<{ services: Services; clock: C
         description: 'Adds an animal to the account. The response body includes the assigned `id`. A 201 is sent only once the animal is durably stored.',
         body: ref(NewPet),
         response: {
-          201: success('Animal added. The body includes the assigned `id`.', ref(Pet)),
+          201: success('Animal added. The body includes the assigned `id`.', ref(Pet), rateLimitHeaders),
           400: errorResponse(
             'The body is missing, not JSON (`invalid_json`), not sent as application/json (`invalid_content_type`), or has a missing, unknown or invalid field (`invalid_request`).',
+            rateLimitHeaders,
           ),
-          413: errorResponse('The body is larger than 64 KiB (`payload_too_large`).'),
+          413: errorResponse('The body is larger than 64 KiB (`payload_too_large`).', rateLimitHeaders),
           ...commonErrors(),
         },
       },
@@ -108,6 +126,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<{ services: Services; clock: C
       },
     },
     async (request) => {
+      metrics.deprecatedCalls.inc({ operation: 'getPet', account_id: accountId(request) });
       if (clock.now() >= GET_PET_SUNSET_AT) {
         throw new GoneError('GET /v1/pets/{petId} was removed on 5 December 2030. Use GET /v1/pets with the status filter instead.');
       }

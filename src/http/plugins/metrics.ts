@@ -1,0 +1,86 @@
+// Prometheus metrics, one registry per app (so several apps in one process never mix).
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { UnauthorizedError } from '../../errors.js';
+import type { Store } from '../../store/types.js';
+
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'petstore_' });
+  return {
+    registry,
+    httpRequests: new Counter({
+      name: 'petstore_http_requests_total',
+      help: 'HTTP requests by method, route template and status.',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers: [registry],
+    }),
+    httpDuration: new Histogram({
+      name: 'petstore_http_request_duration_seconds',
+      help: 'HTTP request latency by method, route template and status.',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    storeDuration: new Histogram({
+      name: 'petstore_store_query_duration_seconds',
+      help: 'Store call latency by operation.',
+      labelNames: ['operation'] as const,
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+      registers: [registry],
+    }),
+    rateLimited: new Counter({
+      name: 'petstore_rate_limit_rejections_total',
+      help: 'Requests refused with 429 by the per-key rate limit.',
+      registers: [registry],
+    }),
+    rateLimiterErrors: new Counter({
+      name: 'petstore_rate_limiter_errors_total',
+      help: 'Rate limiter backend (Redis) failures; those requests were allowed (fail open).',
+      registers: [registry],
+    }),
+    deprecatedCalls: new Counter({
+      name: 'petstore_deprecated_calls_total',
+      help: 'Calls to deprecated operations by account, to warn owners before the sunset.',
+      labelNames: ['operation', 'account_id'] as const,
+      registers: [registry],
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: Store, token: string | undefined): void {
+  new Gauge({
+    name: 'petstore_store_pool_connections',
+    help: 'Database pool connections by state (PostgreSQL; zero for SQLite).',
+    labelNames: ['state'] as const,
+    registers: [metrics.registry],
+    collect() {
+      const stats = store.poolStats?.() ?? { total: 0, idle: 0, waiting: 0 };
+      this.set({ state: 'total' }, stats.total);
+      this.set({ state: 'idle' }, stats.idle);
+      this.set({ state: 'waiting' }, stats.waiting);
+    },
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    // Unmatched URLs share one label so scanners cannot explode the series count.
+    const route = request.routeOptions.url ?? 'unmatched';
+    const labels = { method: request.method, route, status: String(reply.statusCode) };
+    metrics.httpRequests.inc(labels);
+    metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
+  });
+
+  const expected = token ? Buffer.from(`Bearer ${token}`) : undefined;
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    if (expected) {
+      const given = Buffer.from(request.headers.authorization ?? '');
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+        throw new UnauthorizedError('GET /metrics needs `Authorization: Bearer <PETSTORE_METRICS_TOKEN>`.', given.length > 0);
+      }
+    }
+    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+}
