@@ -26,6 +26,8 @@ export interface Config {
   rateLimitBurst: number;
   /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken: string | undefined;
+  /** A client must send its whole request (headers and body) within this many ms. */
+  requestTimeoutMs: number;
   /** How long to wait for in-flight requests on SIGTERM, in ms. */
   shutdownTimeoutMs: number;
 }
@@ -92,6 +94,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerSecond: integer(env, 'PETSTORE_RATE_LIMIT_PER_SECOND', 100, 1, 1_000_000),
     rateLimitBurst: integer(env, 'PETSTORE_RATE_LIMIT_BURST', 200, 1, 1_000_000),
     metricsToken: env.PETSTORE_METRICS_TOKEN || undefined,
+    requestTimeoutMs: integer(env, 'PETSTORE_REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
     shutdownTimeoutMs: integer(env, 'PETSTORE_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
   };
 }

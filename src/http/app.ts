@@ -1,6 +1,6 @@
 // The one wiring point: builds the HTTP app from config, store and logger.
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type HTTPMethods } from 'fastify';
 import secureJson from 'secure-json-parse';
@@ -76,6 +76,17 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     clientErrorHandler,
+    // Slow clients (trickled headers or body) are cut off after requestTimeoutMs; Node checks
+    // at connectionsCheckingInterval, which defaults to 30 s, so we bring it in line.
+    serverFactory: (handler) =>
+      createServer(
+        {
+          requestTimeout: config.requestTimeoutMs,
+          headersTimeout: config.requestTimeoutMs,
+          connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs),
+        },
+        handler,
+      ),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
