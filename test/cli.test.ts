@@ -84,7 +84,7 @@ describe('petstore CLI', () => {
 
   test('when migrate runs twice, then the second run applies nothing', async (t) => {
     const env = tempDb(t);
-    assert.deepEqual(await cliJson<{ applied: number[] }>(['migrate'], env), { applied: [1] });
+    assert.deepEqual(await cliJson<{ applied: number[] }>(['migrate'], env), { applied: [1, 2] });
     assert.deepEqual(await cliJson<{ applied: number[] }>(['migrate'], env), { applied: [] });
   });
 

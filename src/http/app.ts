@@ -97,6 +97,11 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
   const services = await createServices({ store: timedStore, clock, environment: config.environment });
   const rateLimiter = createRateLimiter(config, app.log, () => metrics.rateLimiterErrors.inc());
   app.addHook('onClose', async () => rateLimiter.close());
+  const purge = setInterval(() => {
+    services.pets.purgeExpiredIdempotencyKeys().catch((err: unknown) => app.log.warn({ err }, 'idempotency key purge failed'));
+  }, 60 * 60 * 1000);
+  purge.unref();
+  app.addHook('onClose', async () => clearInterval(purge));
 
   for (const schema of sharedSchemas) app.addSchema(schema);
   app.setValidatorCompiler(createValidatorCompiler(sharedSchemas));

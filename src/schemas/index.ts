@@ -103,3 +103,26 @@ export const ListPetsQuery = Type.Object(
 export type ListPetsQuery = Static<typeof ListPetsQuery>;
 
 export const PetIdParams = Type.Object({ petId: Id('The identifier of the animal to retrieve.') }, { additionalProperties: false });
+
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+
+export const CreatePetHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      // A structured-field string with or without its quotes: 1–255 visible ASCII characters.
+      pattern: '^(?:"[ !#-\\[\\]-~]{1,255}"|[!#-~][!-~]{0,254})$',
+      description:
+        'Makes the create safe to retry (draft-ietf-httpapi-idempotency-key-header). 1 to 255 visible ASCII characters, ' +
+        'quoted (`"8e03978e-…"`) or not; a UUID is a good choice. Scoped to your account and kept for 24 hours: a retry ' +
+        'with the same key and body replays the first response (with `Idempotent-Replayed: true`) without creating ' +
+        'another pet; the same key with a different body answers 422 `idempotency_key_reused`; a retry while the ' +
+        'first request is still running answers 409 `idempotency_key_in_use`.',
+    }),
+  ),
+});
+export type CreatePetHeaders = Static<typeof CreatePetHeaders>;
+
+/** The key inside an Idempotency-Key header value (quotes removed). */
+export function idempotencyKeyValue(header: string): string {
+  return header.startsWith('"') ? header.slice(1, -1) : header;
+}

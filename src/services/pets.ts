@@ -1,7 +1,8 @@
 // Pet business rules. Every operation is scoped to the caller's account: another
 // account's pet is indistinguishable from a missing one.
+import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import { NotFoundError } from '../errors.js';
+import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, NotFoundError } from '../errors.js';
 import type { NewPet, Pet, PetStatus } from '../schemas/index.js';
 import type { Store } from '../store/types.js';
 import type { CursorCodec } from './cursor.js';
@@ -12,11 +13,58 @@ export interface PetPage {
   nextCursor: string | undefined;
 }
 
+/** Idempotency keys are kept this long (and at least this long), then may be reused. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+/** An unfinished request holding a key this long is presumed crashed; a retry may take over. */
+export const IDEMPOTENCY_LEASE_MS = 60 * 1000;
+
+/** Same request ⇔ same fields and values, whatever the key order or whitespace of the JSON. */
+function requestHash(pet: NewPet): string {
+  const canonical = JSON.stringify([pet.name, pet.categoryId, pet.status ?? null]);
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
 export function createPetService(deps: { store: Store; clock: Clock; cursors: CursorCodec }) {
   const { store, clock, cursors } = deps;
   return {
     create(accountId: string, pet: NewPet): Promise<Pet> {
       return store.createPet(accountId, pet, new Date(clock.now()).toISOString());
+    },
+
+    /**
+     * Creates at most one pet per (account, key): a retry with the same body replays the
+     * first result; a different body is refused (422); a retry while the first runs, 409.
+     */
+    async createIdempotent(accountId: string, pet: NewPet, key: string): Promise<{ pet: Pet; replayed: boolean }> {
+      const hash = requestHash(pet);
+      for (;;) {
+        const now = clock.now();
+        const claim = await store.claimIdempotencyKey({
+          accountId, key, requestHash: hash, now, ttlMs: IDEMPOTENCY_TTL_MS, leaseMs: IDEMPOTENCY_LEASE_MS,
+        });
+        if (claim.outcome !== 'claimed' && claim.requestHash !== hash) throw new IdempotencyKeyReusedError();
+        if (claim.outcome === 'in_flight') throw new IdempotencyKeyInUseError();
+        if (claim.outcome === 'completed') {
+          const first = await store.getPet(accountId, claim.petId);
+          if (first) return { pet: first, replayed: true };
+          throw new Error(`idempotency key completed with missing pet ${claim.petId}`);
+        }
+        let created: Pet | undefined;
+        try {
+          created = await store.createPetWithIdempotencyKey(accountId, pet, new Date(now).toISOString(), key);
+        } catch (err) {
+          // Let the client retry with the same key; nothing was created.
+          await store.releaseIdempotencyKey(accountId, key).catch(() => undefined);
+          throw err;
+        }
+        if (created) return { pet: created, replayed: false };
+        // A takeover race: another request completed the key first. Loop to replay its pet.
+      }
+    },
+
+    /** Forgets idempotency keys past their retention. */
+    purgeExpiredIdempotencyKeys(): Promise<number> {
+      return store.purgeIdempotencyKeys(clock.now() - IDEMPOTENCY_TTL_MS);
     },
 
     async get(accountId: string, id: number): Promise<Pet> {

@@ -15,6 +15,10 @@ const TIMED = [
   'createPet',
   'getPet',
   'listPets',
+  'claimIdempotencyKey',
+  'createPetWithIdempotencyKey',
+  'releaseIdempotencyKey',
+  'purgeIdempotencyKeys',
   'ping',
 ] as const satisfies ReadonlyArray<keyof Store>;
 

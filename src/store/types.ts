@@ -35,6 +35,27 @@ export interface PoolStats {
   waiting: number;
 }
 
+/** What a request with an Idempotency-Key finds when it claims the key. */
+export type IdempotencyClaim =
+  /** The caller owns the key now and must create the pet (or release the key on failure). */
+  | { outcome: 'claimed' }
+  /** A request with this key completed: replay the pet it created. */
+  | { outcome: 'completed'; requestHash: string; petId: number }
+  /** A request with this key is still running. */
+  | { outcome: 'in_flight'; requestHash: string };
+
+export interface IdempotencyClaimInput {
+  accountId: string;
+  key: string;
+  requestHash: string;
+  /** Epoch ms. */
+  now: number;
+  /** Keys older than this many ms are forgotten and may be reused. */
+  ttlMs: number;
+  /** An in-flight claim older than this many ms is presumed dead (its process crashed) and may be taken over. */
+  leaseMs: number;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   /** Connection pool usage, for backends that pool connections. */
@@ -63,4 +84,16 @@ export interface Store {
   getPet(accountId: string, id: number): Promise<Pet | undefined>;
   /** Pets of one account in ascending id order, at most `limit`. */
   listPets(query: ListPetsQuery): Promise<Pet[]>;
+
+  /** Atomically claims an idempotency key of an account, or reports who holds it. */
+  claimIdempotencyKey(claim: IdempotencyClaimInput): Promise<IdempotencyClaim>;
+  /**
+   * Creates the pet and marks the claimed key completed with it, in one transaction.
+   * Returns undefined (and creates nothing) when the key was completed by another request meanwhile.
+   */
+  createPetWithIdempotencyKey(accountId: string, pet: NewPet, createdAt: string, key: string): Promise<Pet | undefined>;
+  /** Forgets an in-flight claim so the client can retry (after a failure). */
+  releaseIdempotencyKey(accountId: string, key: string): Promise<void>;
+  /** Deletes keys created before `before` (epoch ms); returns how many. */
+  purgeIdempotencyKeys(before: number): Promise<number>;
 }

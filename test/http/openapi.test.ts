@@ -91,7 +91,7 @@ describe('OpenAPI document', () => {
 
   test('when reading responses, then every status the service can return is declared, with their headers', () => {
     assert.deepEqual(Object.keys(op('/pets', 'get').responses), ['200', '400', '401', '429', '500', '503']);
-    assert.deepEqual(Object.keys(op('/pets', 'post').responses), ['201', '400', '401', '413', '429', '500', '503']);
+    assert.deepEqual(Object.keys(op('/pets', 'post').responses), ['201', '400', '401', '409', '413', '422', '429', '500', '503']);
     assert.deepEqual(Object.keys(op('/pets/{petId}', 'get').responses), ['200', '400', '401', '404', '410', '429', '500', '503']);
     assert.ok(op('/pets', 'get').responses['200']?.headers?.Link);
     for (const [p, m, s] of [['/pets', 'get', '200'], ['/pets', 'post', '201'], ['/pets/{petId}', 'get', '200'], ['/pets', 'get', '429']]) {
@@ -103,6 +103,16 @@ describe('OpenAPI document', () => {
     for (const [status, response] of Object.entries(op('/pets/{petId}', 'get').responses)) {
       for (const h of ['Deprecation', 'Sunset', 'Link']) assert.ok(response.headers?.[h], `getPet ${status} declares ${h}`);
     }
+  });
+
+  test('when reading createPet, then the optional Idempotency-Key header and its policy are documented', () => {
+    const param = (op('/pets', 'post').parameters ?? []).find((p) => p.name.toLowerCase() === 'idempotency-key');
+    assert.ok(param);
+    assert.equal(param.in, 'header');
+    assert.equal(param.required, false);
+    assert.match(JSON.stringify(param), /24 hours/);
+    assert.match(JSON.stringify(param), /255/);
+    assert.ok(op('/pets', 'post').responses['201']?.headers?.['Idempotent-Replayed']);
   });
 
   test('when reading getPet, then it is deprecated and names the removal date and the replacement', () => {

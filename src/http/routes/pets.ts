@@ -2,7 +2,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Clock } from '../../clock.js';
 import { GoneError } from '../../errors.js';
-import { ListPetsQuery, NewPet, PAGE_LIMIT_DEFAULT, Pet, PetIdParams, Pets, ref } from '../../schemas/index.js';
+import {
+  CreatePetHeaders,
+  idempotencyKeyValue,
+  ListPetsQuery,
+  NewPet,
+  PAGE_LIMIT_DEFAULT,
+  Pet,
+  PetIdParams,
+  Pets,
+  ref,
+} from '../../schemas/index.js';
 import type { Services } from '../../services/index.js';
 import { GET_PET_SUNSET_AT, getPetDeprecationHeaders } from '../deprecation.js';
 import { accountId, createAuthHook } from '../plugins/auth.js';
@@ -82,10 +92,21 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
         operationId: 'createPet',
         tags: ['animals'],
         summary: 'Add an animal',
-        description: 'Adds an animal to the account. The response body includes the assigned `id`. A 201 is sent only once the animal is durably stored.',
+        description:
+          'Adds an animal to the account. The response body includes the assigned `id`. A 201 is sent only once the animal is durably stored. ' +
+          'Send an `Idempotency-Key` header to make retries safe.',
         body: ref(NewPet),
+        headers: CreatePetHeaders,
         response: {
-          201: success('Animal added. The body includes the assigned `id`.', ref(Pet), rateLimitHeaders),
+          201: success('Animal added (or, with a reused Idempotency-Key, the first response replayed). The body includes the assigned `id`.', ref(Pet), {
+            ...rateLimitHeaders,
+            'Idempotent-Replayed': { type: 'string', description: '`true` when this is a replay of an earlier request with the same Idempotency-Key.' },
+          }),
+          409: errorResponse('A request with the same Idempotency-Key is still running (`idempotency_key_in_use`). Retry after `Retry-After` seconds.', {
+            ...rateLimitHeaders,
+            'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' },
+          }),
+          422: errorResponse('The Idempotency-Key was already used with a different body (`idempotency_key_reused`). Use a new key.', rateLimitHeaders),
           400: errorResponse(
             'The body is missing, not JSON (`invalid_json`), not sent as application/json (`invalid_content_type`), or has a missing, unknown or invalid field (`invalid_request`).',
             rateLimitHeaders,
@@ -96,7 +117,10 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       },
     },
     async (request, reply) => {
-      const pet = await services.pets.create(accountId(request), request.body);
+      const header = request.headers['idempotency-key'];
+      if (header === undefined) return reply.status(201).send(await services.pets.create(accountId(request), request.body));
+      const { pet, replayed } = await services.pets.createIdempotent(accountId(request), request.body, idempotencyKeyValue(header));
+      if (replayed) reply.header('idempotent-replayed', 'true');
       return reply.status(201).send(pet);
     },
   );

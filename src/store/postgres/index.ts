@@ -5,7 +5,7 @@
 import pg, { type CustomTypesConfig, type PoolClient, type QueryResultRow } from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
 import type { NewPet, Pet, PetStatus } from '../../schemas/index.js';
-import type { ApiKeyRecord, ListPetsQuery, Store } from '../types.js';
+import type { ApiKeyRecord, IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
 
 /** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
@@ -108,6 +108,11 @@ async function guard<T>(work: () => Promise<T>): Promise<T> {
 
 type Queryable = Pick<PoolClient, 'query'>;
 
+/** Ends a transaction with ROLLBACK and makes it resolve with `value`. */
+class Rollback {
+  constructor(readonly value: unknown) {}
+}
+
 async function appliedVersions(db: Queryable): Promise<Set<number>> {
   try {
     const { rows } = await db.query<{ version: number }>('SELECT version FROM schema_migrations');
@@ -134,6 +139,33 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
 
   const query = async <R extends QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> =>
     guard(async () => (await pool.query<R>(text, values)).rows);
+
+  /** Runs `work` in one transaction on one client; a thrown Rollback ends it quietly with its value. */
+  const transaction = <T>(work: (client: PoolClient) => Promise<T>): Promise<T> =>
+    guard(async () => {
+      const client = await pool.connect();
+      const ignore = () => {};
+      client.on('error', ignore);
+      let broken = false;
+      try {
+        await client.query('BEGIN');
+        try {
+          const result = await work(client);
+          await client.query('COMMIT');
+          return result;
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => {
+            broken = true;
+          });
+          if (error instanceof Rollback) return error.value as T;
+          broken ||= isConnectionError(error);
+          throw error;
+        }
+      } finally {
+        client.off('error', ignore);
+        client.release(broken);
+      }
+    });
 
   const petColumns = 'id, name, category_id, status';
   const keyColumns = 'id, account_id, environment, key_hash, hint, created_at, revoked_at';
@@ -283,6 +315,64 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
             [accountId, after, max],
           );
       return rows.map(toPet);
+    },
+
+    async claimIdempotencyKey({ accountId, key, requestHash, now, ttlMs, leaseMs }) {
+      return transaction(async (client): Promise<IdempotencyClaim> => {
+        const inserted = await client.query(
+          `INSERT INTO idempotency_keys (account_id, key, request_hash, pet_id, created_at, locked_at)
+           VALUES ($1, $2, $3, NULL, $4, $4) ON CONFLICT (account_id, key) DO NOTHING`,
+          [accountId, key, requestHash, now],
+        );
+        if (inserted.rowCount === 1) return { outcome: 'claimed' };
+        // The row exists: lock it so concurrent claimers decide one after another.
+        const { rows } = await client.query<{ request_hash: string; pet_id: number | null; created_at: number; locked_at: number }>(
+          'SELECT request_hash, pet_id, created_at, locked_at FROM idempotency_keys WHERE account_id = $1 AND key = $2 FOR UPDATE',
+          [accountId, key],
+        );
+        const row = rows[0]!;
+        if (row.created_at <= now - ttlMs) {
+          await client.query(
+            'UPDATE idempotency_keys SET request_hash = $3, pet_id = NULL, created_at = $4, locked_at = $4 WHERE account_id = $1 AND key = $2',
+            [accountId, key, requestHash, now],
+          );
+          return { outcome: 'claimed' };
+        }
+        if (row.pet_id !== null) return { outcome: 'completed', requestHash: row.request_hash, petId: row.pet_id };
+        if (row.locked_at <= now - leaseMs && row.request_hash === requestHash) {
+          await client.query('UPDATE idempotency_keys SET locked_at = $3 WHERE account_id = $1 AND key = $2', [accountId, key, now]);
+          return { outcome: 'claimed' };
+        }
+        return { outcome: 'in_flight', requestHash: row.request_hash };
+      });
+    },
+
+    async createPetWithIdempotencyKey(accountId, pet, createdAt, key) {
+      return transaction(async (client) => {
+        const { rows } = await client.query<PetRow>(
+          `INSERT INTO pets (account_id, name, category_id, status, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING ${petColumns}`,
+          [accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt],
+        );
+        const done = await client.query(
+          'UPDATE idempotency_keys SET pet_id = $1 WHERE account_id = $2 AND key = $3 AND pet_id IS NULL',
+          [rows[0]!.id, accountId, key],
+        );
+        // Another request completed this key meanwhile: roll back our pet, never a duplicate.
+        if (done.rowCount !== 1) throw new Rollback(undefined);
+        return toPet(rows[0]!);
+      });
+    },
+
+    async releaseIdempotencyKey(accountId, key) {
+      await query('DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND pet_id IS NULL', [accountId, key]);
+    },
+
+    async purgeIdempotencyKeys(before) {
+      const rows = await query<{ n: number }>(
+        'WITH gone AS (DELETE FROM idempotency_keys WHERE created_at < $1 RETURNING 1) SELECT count(*)::int AS n FROM gone',
+        [before],
+      );
+      return rows[0]!.n;
     },
   };
 }

@@ -50,4 +50,21 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: 'idempotency keys',
+    sql: `
+      -- One row per (account, Idempotency-Key). pet_id is NULL while the first request runs.
+      CREATE TABLE idempotency_keys (
+        account_id   text COLLATE "C" NOT NULL REFERENCES accounts (id),
+        key          text COLLATE "C" NOT NULL,
+        request_hash text NOT NULL,
+        pet_id       bigint REFERENCES pets (id),
+        created_at   bigint NOT NULL,
+        locked_at    bigint NOT NULL,
+        PRIMARY KEY (account_id, key)
+      );
+      CREATE INDEX idempotency_keys_by_created ON idempotency_keys (created_at);
+    `,
+  },
 ];

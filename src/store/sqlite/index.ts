@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { NewPet, Pet, PetStatus } from '../../schemas/index.js';
-import type { Account, ApiKeyRecord, ListPetsQuery, Store } from '../types.js';
+import type { Account, ApiKeyRecord, IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
 
 interface PetRow {
@@ -23,6 +23,9 @@ interface KeyRow {
   created_at: string;
   revoked_at: string | null;
 }
+
+/** Thrown inside a transaction to roll it back when an idempotency key was completed by someone else. */
+class IdempotencyRace extends Error {}
 
 function toPet(row: PetRow): Pet {
   const pet: Pet = { id: row.id, name: row.name, categoryId: row.category_id };
@@ -175,6 +178,57 @@ export function createSqliteStore(url: string): Store {
             `SELECT ${petColumns} FROM pets WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`,
           ).all(accountId, afterId, limit);
       return rows.map(toPet);
+    },
+
+    async claimIdempotencyKey({ accountId, key, requestHash, now, ttlMs, leaseMs }) {
+      // IMMEDIATE: the read and the claim happen under the write lock, so two processes
+      // sharing the file cannot both claim the same key.
+      return db.transaction((): IdempotencyClaim => {
+        const row = stmt<[string, string], { request_hash: string; pet_id: number | null; created_at: number; locked_at: number }>(
+          'SELECT request_hash, pet_id, created_at, locked_at FROM idempotency_keys WHERE account_id = ? AND key = ?',
+        ).get(accountId, key);
+        if (!row || row.created_at <= now - ttlMs) {
+          stmt<unknown[], unknown>(
+            'INSERT OR REPLACE INTO idempotency_keys (account_id, key, request_hash, pet_id, created_at, locked_at) VALUES (?, ?, ?, NULL, ?, ?)',
+          ).run(accountId, key, requestHash, now, now);
+          return { outcome: 'claimed' };
+        }
+        if (row.pet_id !== null) return { outcome: 'completed', requestHash: row.request_hash, petId: row.pet_id };
+        if (row.locked_at <= now - leaseMs && row.request_hash === requestHash) {
+          stmt<[number, string, string], unknown>('UPDATE idempotency_keys SET locked_at = ? WHERE account_id = ? AND key = ?').run(
+            now, accountId, key,
+          );
+          return { outcome: 'claimed' };
+        }
+        return { outcome: 'in_flight', requestHash: row.request_hash };
+      }).immediate();
+    },
+
+    async createPetWithIdempotencyKey(accountId, pet, createdAt, key) {
+      try {
+        return db.transaction(() => {
+          const row = stmt<unknown[], PetRow>(
+            `INSERT INTO pets (account_id, name, category_id, status, created_at) VALUES (?, ?, ?, ?, ?) RETURNING ${petColumns}`,
+          ).get(accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt)!;
+          const done = stmt<[number, string, string], unknown>(
+            'UPDATE idempotency_keys SET pet_id = ? WHERE account_id = ? AND key = ? AND pet_id IS NULL',
+          ).run(row.id, accountId, key);
+          // Another request completed this key meanwhile: roll back our pet, never a duplicate.
+          if (done.changes !== 1) throw new IdempotencyRace();
+          return toPet(row);
+        }).immediate();
+      } catch (err) {
+        if (err instanceof IdempotencyRace) return undefined;
+        throw err;
+      }
+    },
+
+    async releaseIdempotencyKey(accountId, key) {
+      stmt<[string, string], unknown>('DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND pet_id IS NULL').run(accountId, key);
+    },
+
+    async purgeIdempotencyKeys(before) {
+      return stmt<[number], unknown>('DELETE FROM idempotency_keys WHERE created_at < ?').run(before).changes;
     },
   };
 }
