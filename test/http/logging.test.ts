@@ -10,6 +10,8 @@ test('when keys are created and used, good and bad, then neither the key nor the
   await app.request('GET', '/v1/pets?limit=0', { key });
   await app.request('GET', '/v1/pets', { key: `${key.slice(0, -1)}Z` });
   await app.request('GET', '/v1/pets', { headers: { authorization: `Basic ${key}` } });
+  await app.request('GET', `/v1/pets?api_key=${key}`, { key });
+  await app.request('GET', `/v1/nope?key=${encodeURIComponent(key)}`);
   const logs = app.logs.join('\n');
   assert.ok(app.logs.length > 5, 'the app logged requests');
   assert.ok(app.logs.every((line) => JSON.parse(line)), 'logs are JSON lines');
@@ -19,8 +21,12 @@ test('when keys are created and used, good and bad, then neither the key nor the
   assert.doesNotMatch(logs, /Basic psk_/);
 });
 
-test('when a request is logged, then the log line carries the request id', async (t) => {
+test('when a request is served, then exactly one log line records it, with the request id, status and time', async (t) => {
   const app = await startApp(t);
   await app.request('GET', '/healthz', { headers: { 'x-request-id': 'trace-me-42' } });
-  assert.ok(app.logs.some((line) => (JSON.parse(line) as { reqId?: string }).reqId === 'trace-me-42'));
+  const lines = app.logs.map((line) => JSON.parse(line) as { reqId?: string; res?: { statusCode: number }; responseTime?: number });
+  const mine = lines.filter((line) => line.reqId === 'trace-me-42');
+  assert.equal(mine.length, 1);
+  assert.equal(mine[0]?.res?.statusCode, 200);
+  assert.equal(typeof mine[0]?.responseTime, 'number');
 });
