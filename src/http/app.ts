@@ -8,7 +8,7 @@ import { type Clock, systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import { InvalidJsonError, InvalidRequestError, MethodNotAllowedError } from '../errors.js';
 import { sharedSchemas } from '../schemas/index.js';
-import { createServices } from '../services/index.js';
+import { createServices, type Services } from '../services/index.js';
 import type { Store } from '../store/types.js';
 import { clientErrorHandler, registerErrorHandling } from './plugins/errors.js';
 import { createMetrics, registerMetrics } from './plugins/metrics.js';
@@ -18,6 +18,13 @@ import { instrumentStore } from '../store/instrumented.js';
 import { healthRoutes } from './routes/health.js';
 import { petRoutes } from './routes/pets.js';
 import { createValidatorCompiler } from './validation.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The services this app runs on (tests and tools act through the same caches). */
+    services: Services;
+  }
+}
 
 export interface AppDeps {
   config: Config;
@@ -100,6 +107,7 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
   const metrics = createMetrics();
   const timedStore = instrumentStore(store, (operation, seconds) => metrics.storeDuration.observe({ operation }, seconds));
   const services = await createServices({ store: timedStore, clock, environment: config.environment });
+  app.decorate('services', services);
   const rateLimiter = createRateLimiter(config, app.log, () => metrics.rateLimiterErrors.inc());
   app.addHook('onClose', async () => rateLimiter.close());
   const purge = setInterval(() => {

@@ -45,9 +45,43 @@ export type ApiKeyInfo = Omit<ApiKeyRecord, 'keyHash'>;
 
 const info = ({ keyHash: _hash, ...rest }: ApiKeyRecord): ApiKeyInfo => rest;
 
+/**
+ * Verified keys are cached briefly so the hot path skips hashing and the store. Bounds:
+ * revocation through this process clears the entry at once; on SQLite any commit by another
+ * process (a CLI revoke) clears the cache before the next request; otherwise (other
+ * instances on PostgreSQL) an entry lives at most KEY_CACHE_TTL_MS, under a second.
+ */
+export const KEY_CACHE_TTL_MS = 900;
+const KEY_CACHE_MAX_ENTRIES = 10_000;
+
 export function createApiKeyService(deps: { store: Store; clock: Clock; environment: Environment }) {
   const { store, clock, environment } = deps;
   const other: Environment = environment === 'production' ? 'staging' : 'production';
+  // Keyed by the token itself: it never leaves process memory, and hashing is what we skip.
+  const cache = new Map<string, { auth: AuthContext; expiresAt: number }>();
+  let seenChanges = store.externalChangeCounter?.();
+
+  function cached(token: string): AuthContext | undefined {
+    if (cache.size === 0) return undefined;
+    if (seenChanges !== undefined) {
+      const changes = store.externalChangeCounter!();
+      if (changes !== seenChanges) {
+        seenChanges = changes;
+        cache.clear();
+        return undefined;
+      }
+    }
+    const entry = cache.get(token);
+    if (!entry) return undefined;
+    if (entry.expiresAt > Date.now()) return entry.auth;
+    cache.delete(token);
+    return undefined;
+  }
+
+  function remember(token: string, auth: AuthContext): void {
+    if (cache.size >= KEY_CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!);
+    cache.set(token, { auth, expiresAt: Date.now() + KEY_CACHE_TTL_MS });
+  }
 
   return {
     /** Creates a key; the returned `key` is the only time the secret exists outside the client. */
@@ -74,11 +108,14 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
     async revoke(keyId: string): Promise<ApiKeyInfo> {
       const record = await store.revokeApiKey(keyId, new Date(clock.now()).toISOString());
       if (!record) throw new NotFoundError(`No API key with id "${keyId}".`);
+      for (const [token, entry] of cache) if (entry.auth.keyId === keyId) cache.delete(token);
       return info(record);
     },
 
     /** Resolves a bearer token to its account, or throws UnauthorizedError saying why. */
     async authenticate(token: string): Promise<AuthContext> {
+      const hit = cached(token);
+      if (hit) return hit;
       const keyEnvironment = parseKey(token);
       if (!keyEnvironment) {
         throw new UnauthorizedError(
@@ -101,7 +138,9 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
       if (record.revokedAt !== null) {
         throw new UnauthorizedError('The API key has been revoked. Create a new key with `petstore keys create`.', true);
       }
-      return { accountId: record.accountId, keyId: record.id };
+      const auth = { accountId: record.accountId, keyId: record.id };
+      remember(token, auth);
+      return auth;
     },
   };
 }

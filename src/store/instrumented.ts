@@ -40,6 +40,7 @@ export function instrumentStore(store: Store, observe: Observe): Store {
     pendingMigrations: () => store.pendingMigrations(),
     close: () => store.close(),
     poolStats: () => store.poolStats?.() ?? { total: 0, idle: 0, waiting: 0 },
+    ...(store.externalChangeCounter ? { externalChangeCounter: () => store.externalChangeCounter!() } : {}),
     ...(timed as Pick<Store, (typeof TIMED)[number]>),
   };
 }

@@ -60,6 +60,11 @@ export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   /** Connection pool usage, for backends that pool connections. */
   poolStats?(): PoolStats;
+  /**
+   * A number that changes whenever another connection or process commits (SQLite's
+   * data_version), so in-process caches can tell they may be stale. Cheap: no disk access.
+   */
+  externalChangeCounter?(): number;
   /** Applies pending migrations; safe to call from several processes at once. */
   migrate(): Promise<number[]>;
   /** Pending migration versions, without applying them. */

@@ -7,7 +7,7 @@ import type { Clock } from '../../src/clock.js';
 import { type Config, type Environment, loadConfig } from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
-import { createServices, type Services } from '../../src/services/index.js';
+import type { Services } from '../../src/services/index.js';
 import { createStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/types.js';
 import { type Backend, sqliteBackend } from './backends.js';
@@ -72,7 +72,7 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const services = await createServices({ store, clock: options.clock ?? { now: () => Date.now() }, environment: config.environment });
+  const services = app.services;
 
   t.after(async () => {
     await app.close();

@@ -101,3 +101,17 @@ describe('environments', () => {
     assert.equal((await app.request('GET', '/v1/pets', { key: test_.key })).status, 200);
   });
 });
+
+describe('verified-key cache', () => {
+  test('when another process revokes a key in the same SQLite file, then the next request is refused', async (t) => {
+    const app = await startApp(t);
+    const account = await app.createAccount();
+    assert.equal((await app.request('GET', '/v1/pets', { key: account.key })).status, 200, 'key is now cached');
+    // A second connection to the same file stands in for the CLI process.
+    const { createStore } = await import('../../src/store/index.js');
+    const other = await createStore(app.config);
+    t.after(() => other.close());
+    await other.revokeApiKey(account.keyId, new Date().toISOString());
+    assert.equal((await app.request('GET', '/v1/pets', { key: account.key })).status, 401);
+  });
+});

@@ -105,6 +105,10 @@ export function createSqliteStore(url: string): Store {
       return migrations.filter((m) => !done.has(m.version)).map((m) => m.version);
     },
 
+    externalChangeCounter() {
+      return stmt<[], { data_version: number }>('PRAGMA data_version').get()!.data_version;
+    },
+
     async ping() {
       stmt<[], unknown>('SELECT 1').get();
     },
