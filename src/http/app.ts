@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type HTTPMethods } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type HTTPMethods, LogController } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { type Clock, systemClock } from '../clock.js';
 import type { Config } from '../config.js';
@@ -98,7 +98,7 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
         handler,
       ),
     // One log line per request (in onResponse below) instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
