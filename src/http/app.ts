@@ -1,6 +1,7 @@
 // The one wiring point: builds the HTTP app from config, store and logger.
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type HTTPMethods, LogController } from 'fastify';
 import secureJson from 'secure-json-parse';
@@ -10,7 +11,7 @@ import { InvalidJsonError, InvalidRequestError, MethodNotAllowedError } from '..
 import { sharedSchemas } from '../schemas/index.js';
 import { createServices, type Services } from '../services/index.js';
 import type { Store } from '../store/types.js';
-import { clientErrorHandler, registerErrorHandling } from './plugins/errors.js';
+import { clientErrorHandler, frameworkErrorHandler, rawErrorReply, registerErrorHandling } from './plugins/errors.js';
 import { createMetrics, registerMetrics } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../services/rate-limit.js';
@@ -34,6 +35,7 @@ export interface AppDeps {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const KEY_SHAPED = /psk_(live|test)_/i;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 function parseJson(body: Buffer): unknown {
@@ -71,9 +73,6 @@ function createRateLimiter(config: Config, log: FastifyBaseLogger, countError: (
   });
 }
 
-/** Keys pasted into a URL by mistake must not reach the logs. */
-const scrubSecrets = (url: string) => url.replace(/psk_(live|test)_[A-Za-z0-9]*/g, 'psk_$1_[redacted]');
-
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
 export async function buildApp({ config, store, logger, clock = systemClock }: AppDeps): Promise<FastifyInstance> {
@@ -83,20 +82,31 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
     requestIdHeader: false,
     genReqId: (req: IncomingMessage) => {
       const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+      // A key pasted here by mistake would be echoed and logged on every line: never accept one.
+      return typeof given === 'string' && REQUEST_ID.test(given) && !KEY_SHAPED.test(given) ? given : randomUUID();
     },
     clientErrorHandler,
+    frameworkErrors: frameworkErrorHandler,
     // Slow clients (trickled headers or body) are cut off after requestTimeoutMs; Node checks
     // at connectionsCheckingInterval, which defaults to 30 s, so we bring it in line.
-    serverFactory: (handler) =>
-      createServer(
+    serverFactory: (handler) => {
+      const server = createServer(
         {
           requestTimeout: config.requestTimeoutMs,
           headersTimeout: config.requestTimeoutMs,
           connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs),
+          // HTTP/1.0 clients may omit Host; we route on the path only.
+          requireHostHeader: false,
         },
         handler,
-      ),
+      );
+      // Unknown Expect values: RFC 9110 lets us ignore them and answer the request normally.
+      server.on('checkExpectation', handler);
+      server.on('connect', (_req: IncomingMessage, socket: Duplex) =>
+        rawErrorReply(socket, 405, 'method_not_allowed', 'CONNECT is not supported: this is not a proxy.'),
+      );
+      return server;
+    },
     // One log line per request (in onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
@@ -136,7 +146,7 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
   });
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
-      { req: { method: request.method, url: scrubSecrets(request.url), remoteAddress: request.ip }, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime },
+      { req: { method: request.method, url: request.url, remoteAddress: request.ip }, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime },
       'request completed',
     );
   });

@@ -46,10 +46,11 @@ export type ApiKeyInfo = Omit<ApiKeyRecord, 'keyHash'>;
 const info = ({ keyHash: _hash, ...rest }: ApiKeyRecord): ApiKeyInfo => rest;
 
 /**
- * Verified keys are cached briefly so the hot path skips hashing and the store. Bounds:
- * revocation through this process clears the entry at once; on SQLite any commit by another
- * process (a CLI revoke) clears the cache before the next request; otherwise (other
- * instances on PostgreSQL) an entry lives at most KEY_CACHE_TTL_MS, under a second.
+ * Verified keys are cached briefly so the hot path skips hashing and the store. Only on
+ * stores that report external commits (SQLite's data_version): a revocation anywhere (this
+ * process, the CLI, another worker) then clears the cache before the next request. Without
+ * that signal (PostgreSQL, many instances) every request checks the store, so a revoked key
+ * is refused on the very next request everywhere.
  */
 export const KEY_CACHE_TTL_MS = 900;
 const KEY_CACHE_MAX_ENTRIES = 10_000;
@@ -62,14 +63,12 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
   let seenChanges = store.externalChangeCounter?.();
 
   function cached(token: string): AuthContext | undefined {
-    if (cache.size === 0) return undefined;
-    if (seenChanges !== undefined) {
-      const changes = store.externalChangeCounter!();
-      if (changes !== seenChanges) {
-        seenChanges = changes;
-        cache.clear();
-        return undefined;
-      }
+    if (cache.size === 0 || seenChanges === undefined) return undefined;
+    const changes = store.externalChangeCounter!();
+    if (changes !== seenChanges) {
+      seenChanges = changes;
+      cache.clear();
+      return undefined;
     }
     const entry = cache.get(token);
     if (!entry) return undefined;
@@ -79,6 +78,7 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
   }
 
   function remember(token: string, auth: AuthContext): void {
+    if (seenChanges === undefined) return;
     if (cache.size >= KEY_CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!);
     cache.set(token, { auth, expiresAt: Date.now() + KEY_CACHE_TTL_MS });
   }

@@ -30,7 +30,8 @@ export function createCursorCodec(secret: string) {
     /** The position to continue from; throws InvalidCursorError unless issued to this account for this filter. */
     decode(accountId: string, cursor: string, status: PetStatus | undefined): number {
       const raw = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url') : Buffer.alloc(0);
-      if (raw.length !== PAYLOAD_LENGTH + MAC_LENGTH || raw.readUInt8(0) !== VERSION) {
+      // The re-encoding check refuses other spellings of the same bytes (spare base64 bits).
+      if (raw.length !== PAYLOAD_LENGTH + MAC_LENGTH || raw.toString('base64url') !== cursor || raw.readUInt8(0) !== VERSION) {
         throw new InvalidCursorError('The cursor is malformed. Use the cursor from the Link header exactly as given, or omit it to start over.');
       }
       const payload = raw.subarray(0, PAYLOAD_LENGTH);

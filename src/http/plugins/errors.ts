@@ -1,8 +1,10 @@
 // The one place errors become responses: every non-2xx answer is {code, message, status}.
-import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
-import type { Socket } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   ApiError,
+  type ErrorCode,
   InternalError,
   InvalidContentTypeError,
   InvalidJsonError,
@@ -35,8 +37,6 @@ function toApiError(error: FastifyError, request: FastifyRequest, bodyLimit: num
       return new InvalidJsonError('The request body is empty. Send a JSON object.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new InvalidRequestError('The Content-Length header does not match the body sent.');
-    case 'FST_ERR_BAD_URL':
-      return new InvalidRequestError('The request URL is malformed (bad percent-encoding?).');
   }
   const status = error.statusCode ?? 500;
   if (status === 404) return new NotFoundError('Not found.');
@@ -44,25 +44,51 @@ function toApiError(error: FastifyError, request: FastifyRequest, bodyLimit: num
   return new InternalError();
 }
 
-/** Raw error bodies for failures Node reports before Fastify sees a request. */
-function clientErrorResponse(error: NodeJS.ErrnoException): { status: number; body: string } {
-  const make = (status: number, code: string, message: string) => ({ status, body: JSON.stringify({ code, message, status }) });
-  if (error.code === 'HPE_HEADER_OVERFLOW') return make(431, 'headers_too_large', 'The request headers are larger than 16 KiB. Send smaller headers.');
-  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return make(408, 'request_timeout', 'The request was not received in time. Send it again, faster.');
-  return make(400, 'invalid_request', 'The HTTP request is malformed.');
-}
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
+};
 
-export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+/**
+ * Writes an Error response straight to the socket and closes it: for failures Node
+ * reports before Fastify sees a request (malformed HTTP, huge headers, timeouts, CONNECT).
+ */
+export function rawErrorReply(socket: Duplex, status: number, code: ErrorCode, message: string): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
-  const { status, body } = clientErrorResponse(error);
-  const reason = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' }[status];
+  const body = JSON.stringify({ code, message, status });
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nX-Content-Type-Options: nosniff\r\n` +
+      `Connection: close\r\n\r\n${body}`,
   );
+}
+
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'HPE_HEADER_OVERFLOW') {
+    rawErrorReply(socket, 431, 'headers_too_large', 'The request headers are larger than 16 KiB. Send smaller headers.');
+  } else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    rawErrorReply(socket, 408, 'request_timeout', 'The request was not received in time. Send it again, faster.');
+  } else {
+    rawErrorReply(socket, 400, 'invalid_request', 'The HTTP request is malformed.');
+  }
+}
+
+/** Errors Fastify raises before routing (bad percent-encoding, over-long path parameters); hooks do not run. */
+export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const message =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? 'A path parameter is too long. Pet ids are integers from 1 to 9007199254740991.'
+      : 'The request URL is malformed (bad percent-encoding?). Encode the path as UTF-8 percent-escapes.';
+  void reply
+    .status(400)
+    .headers({ 'x-request-id': request.id, 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' })
+    .type('application/json; charset=utf-8')
+    .send({ code: 'invalid_request', message, status: 400 });
 }
 
 export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): void {
