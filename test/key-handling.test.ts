@@ -293,7 +293,6 @@ describe('checksum before lookup', () => {
 
   test(
     'when the SQLite store is unavailable (closed), then a request that needs it gets 503 service_unavailable with Retry-After, as the README promises, not 500',
-    { todo: 'src: the SQLite store never throws StoreUnavailableError (only PostgreSQL does), so a closed or failing SQLite database answers 500 internal_error' },
     async (t) => {
       const app = await startApp(t);
       const { key } = await app.createAccount();

@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { StoreUnavailableError } from '../../errors.js';
 import type { NewPet, Pet, PetStatus } from '../../schemas/index.js';
 import type { Account, ApiKeyRecord, IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
@@ -27,6 +28,19 @@ interface KeyRow {
 /** Thrown inside a transaction to roll it back when an idempotency key was completed by someone else. */
 class IdempotencyRace extends Error {}
 
+/** Most createPet calls one group-commit transaction takes; the rest wait for the next one. */
+const GROUP_COMMIT_MAX = 256;
+
+interface PendingPet {
+  accountId: string;
+  pet: NewPet;
+  createdAt: string;
+  resolve(pet: Pet): void;
+  reject(error: unknown): void;
+}
+
+type Inserted = { pet: Pet } | { error: unknown };
+
 function toPet(row: PetRow): Pet {
   const pet: Pet = { id: row.id, name: row.name, categoryId: row.category_id };
   if (row.status !== null) pet.status = row.status;
@@ -43,6 +57,39 @@ function toKey(row: KeyRow): ApiKeyRecord {
     createdAt: row.created_at,
     revokedAt: row.revoked_at,
   };
+}
+
+// Failures that mean "the database cannot serve now" (locked past the busy timeout, disk
+// full or failing, file gone or read-only, connection closed), not "this query is wrong".
+const UNAVAILABLE_CODES = /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL|READONLY|NOMEM|PROTOCOL)/;
+
+function isUnavailable(error: unknown): boolean {
+  if (error instanceof TypeError) return /database connection is not open/i.test(error.message);
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && UNAVAILABLE_CODES.test(code);
+}
+
+function unavailable(error: unknown): never {
+  if (isUnavailable(error)) throw new StoreUnavailableError(`SQLite is unavailable: ${(error as Error).message}`, { cause: error });
+  throw error;
+}
+
+/** Wraps every method so those failures surface as StoreUnavailableError (HTTP 503). */
+function guardUnavailable(store: Store): Store {
+  const guarded: Record<string, unknown> = { ...store };
+  for (const [name, value] of Object.entries(store)) {
+    if (typeof value !== 'function') continue;
+    const method = value as (...args: unknown[]) => unknown;
+    guarded[name] = (...args: unknown[]) => {
+      try {
+        const result = method(...args);
+        return result instanceof Promise ? result.catch(unavailable) : result;
+      } catch (error) {
+        return unavailable(error);
+      }
+    };
+  }
+  return guarded as unknown as Store;
 }
 
 /** Accepts a plain path or a file: URL. */
@@ -79,7 +126,61 @@ export function createSqliteStore(url: string): Store {
 
   const petColumns = 'id, name, category_id, status';
 
-  return {
+  // Group commit for createPet: calls made while a batch is pending join it, and the batch
+  // is written by one BEGIN IMMEDIATE … COMMIT, so one WAL fsync (synchronous=FULL) makes all
+  // of it durable before any caller hears back. Each insert runs in its own savepoint (a
+  // nested better-sqlite3 transaction), so one that fails, a constraint say, rejects only
+  // its own caller and the others still commit.
+  const insertPet = db.transaction((item: PendingPet): PetRow =>
+    stmt<unknown[], PetRow>(
+      `INSERT INTO pets (account_id, name, category_id, status, created_at) VALUES (?, ?, ?, ?, ?) RETURNING ${petColumns}`,
+    ).get(item.accountId, item.pet.name, item.pet.categoryId, item.pet.status ?? null, item.createdAt)!,
+  );
+  const insertBatch = db.transaction((batch: PendingPet[]): Inserted[] =>
+    batch.map((item) => {
+      try {
+        return { pet: toPet(insertPet(item)) };
+      } catch (error) {
+        // Some errors (SQLITE_FULL, SQLITE_IOERR…) roll back the whole transaction: then
+        // nothing of the batch is committed, and every caller gets the error.
+        if (!db.inTransaction) throw error;
+        return { error };
+      }
+    }),
+  );
+  const queue: PendingPet[] = [];
+  let flushScheduled = false;
+
+  /** Commits the oldest GROUP_COMMIT_MAX queued pets; settles each caller after COMMIT returned. */
+  const commitBatch = () => {
+    const batch = queue.splice(0, GROUP_COMMIT_MAX);
+    if (batch.length === 0) return;
+    let results: Inserted[];
+    try {
+      results = insertBatch.immediate(batch);
+    } catch (error) {
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    results.forEach((result, i) => {
+      const item = batch[i]!;
+      if ('pet' in result) item.resolve(result.pet);
+      else item.reject(result.error);
+    });
+  };
+  const flush = () => {
+    flushScheduled = false;
+    commitBatch();
+    if (queue.length > 0) scheduleFlush();
+  };
+  // setImmediate runs after the I/O callbacks of this loop turn: every request parsed in it joins.
+  const scheduleFlush = () => {
+    if (flushScheduled) return;
+    flushScheduled = true;
+    setImmediate(flush);
+  };
+
+  const store: Store = {
     kind: 'sqlite',
 
     async migrate() {
@@ -114,6 +215,8 @@ export function createSqliteStore(url: string): Store {
     },
 
     async close() {
+      // Nobody is left waiting: what is queued is committed (or rejected, if already closed).
+      while (queue.length > 0) commitBatch();
       cache.clear();
       if (db.open) db.close();
     },
@@ -161,11 +264,11 @@ export function createSqliteStore(url: string): Store {
       return row && toKey(row);
     },
 
-    async createPet(accountId, pet: NewPet, createdAt) {
-      const row = stmt<unknown[], PetRow>(
-        `INSERT INTO pets (account_id, name, category_id, status, created_at) VALUES (?, ?, ?, ?, ?) RETURNING ${petColumns}`,
-      ).get(accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt)!;
-      return toPet(row);
+    createPet(accountId, pet: NewPet, createdAt) {
+      return new Promise<Pet>((resolve, reject) => {
+        queue.push({ accountId, pet, createdAt, resolve, reject });
+        scheduleFlush();
+      });
     },
 
     async getPet(accountId, id) {
@@ -174,12 +277,14 @@ export function createSqliteStore(url: string): Store {
     },
 
     async listPets({ accountId, limit, status, afterId = 0 }: ListPetsQuery) {
+      // INDEXED BY: the planner may otherwise walk the rowid and filter by account, so a
+      // page would cost (and time) in proportion to other accounts' pets.
       const rows = status
         ? stmt<[string, string, number, number], PetRow>(
-            `SELECT ${petColumns} FROM pets WHERE account_id = ? AND status = ? AND id > ? ORDER BY id LIMIT ?`,
+            `SELECT ${petColumns} FROM pets INDEXED BY pets_by_account_status WHERE account_id = ? AND status = ? AND id > ? ORDER BY id LIMIT ?`,
           ).all(accountId, status, afterId, limit)
         : stmt<[string, number, number], PetRow>(
-            `SELECT ${petColumns} FROM pets WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`,
+            `SELECT ${petColumns} FROM pets INDEXED BY pets_by_account WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`,
           ).all(accountId, afterId, limit);
       return rows.map(toPet);
     },
@@ -235,4 +340,5 @@ export function createSqliteStore(url: string): Store {
       return stmt<[number], unknown>('DELETE FROM idempotency_keys WHERE created_at < ?').run(before).changes;
     },
   };
+  return guardUnavailable(store);
 }

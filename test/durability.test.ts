@@ -1,0 +1,160 @@
+// Nothing acknowledged is lost: a real server process (the built dist/) is killed with
+// SIGKILL while 32 POST /v1/pets are in flight, restarted on the same store, and every pet
+// whose 201 reached the client must be there exactly as returned; the store must pass its own
+// integrity check. Several rounds on the same store, per backend.
+//
+// SIGKILL ends the process, not the machine: the OS keeps what was written, so this checks
+// that a 201 is sent only after COMMIT and that a torn batch leaves the store consistent.
+// That COMMIT reaches the disk (fsync) is synchronous=FULL's job on SQLite; the fsync count
+// per request can be seen with `node --import tsx test/helpers/write-throughput.ts --count-fsyncs`.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { StoreUnavailableError } from '../src/errors.js';
+import type { NewPet, Pet } from '../src/schemas/index.js';
+import { createStore } from '../src/store/index.js';
+import { backends } from './helpers/backends.js';
+import { checkStoreIntegrity, createFixture, type Exit, type Sent, type ServerChild, startLoad, startServer, verifyPets } from './helpers/durability.js';
+
+const ROUNDS = 3;
+const CONCURRENCY = 32;
+const T0 = '2024-05-01T12:00:00.000Z';
+
+// Group commit (SQLite) batches concurrent createPet calls into one transaction; these hold
+// for both stores through the Store interface.
+for (const backend of backends) {
+  describe(`${backend.name}: concurrent createPet`, () => {
+    // SQLite: more than two full batches (GROUP_COMMIT_MAX is 256). PostgreSQL: fewer, as its
+    // pool fails a call that waits over 2 s for a connection (StoreUnavailableError).
+    const count = backend.name === 'sqlite' ? 600 : 100;
+    it(`when ${count} creates run at once and some violate a constraint, then only those reject and every other pet is committed as returned`, async (t) => {
+      const database = await backend.createDatabase();
+      const store = await createStore({ databaseUrl: database.url, pgPoolMax: 10 });
+      t.after(async () => {
+        await store.close();
+        await database.drop();
+      });
+      await store.migrate();
+      const account = { id: 'acct_group', name: 'Group commit', createdAt: T0 };
+      await store.createAccount(account);
+      const badAccount = (i: number) => i % 50 === 7;
+      const badStatus = (i: number) => i % 77 === 3;
+      const calls = Array.from({ length: count }, (_, i) => {
+        const pet = (badStatus(i) ? { name: `P${i}`, categoryId: i + 1, status: 'lost' } : { name: `P${i}`, categoryId: i + 1, status: 'sold' }) as NewPet;
+        return store.createPet(badAccount(i) ? 'acct_unknown' : account.id, pet, T0);
+      });
+      const settled = await Promise.allSettled(calls);
+      const created: Pet[] = [];
+      settled.forEach((outcome, i) => {
+        if (badAccount(i) || badStatus(i)) {
+          assert.equal(outcome.status, 'rejected', `call ${i} violates a constraint`);
+          const reason: unknown = outcome.status === 'rejected' ? outcome.reason : undefined;
+          assert.ok(reason instanceof Error && !(reason instanceof StoreUnavailableError), `call ${i}: ${String(reason)}`);
+        } else {
+          assert.equal(outcome.status, 'fulfilled', `call ${i}: ${outcome.status === 'rejected' ? String(outcome.reason) : ''}`);
+          if (outcome.status === 'fulfilled') {
+            assert.deepEqual(outcome.value, { id: outcome.value.id, name: `P${i}`, categoryId: i + 1, status: 'sold' });
+            created.push(outcome.value);
+          }
+        }
+      });
+      assert.equal(new Set(created.map((p) => p.id)).size, created.length, 'ids are unique');
+      if (backend.name === 'sqlite') {
+        // One queue: ids follow the order of the calls.
+        assert.deepEqual(created.map((p) => p.id), [...created.map((p) => p.id)].sort((a, b) => a - b));
+      }
+      // Read back through another store (another connection): committed, not just visible to ours.
+      const other = await createStore({ databaseUrl: database.url, pgPoolMax: 1 });
+      try {
+        const listed = await other.listPets({ accountId: account.id, limit: 1000 });
+        assert.deepEqual(listed, [...created].sort((a, b) => a.id - b.id));
+      } finally {
+        await other.close();
+      }
+      t.diagnostic(`${backend.name}: ${created.length} of ${count} concurrent creates committed, ${count - created.length} rejected alone`);
+    });
+
+    if (backend.name === 'sqlite') {
+      it('when the store is closed with creates still queued, then they are committed before close resolves', async (t) => {
+        const database = await backend.createDatabase();
+        t.after(() => database.drop());
+        const store = await createStore({ databaseUrl: database.url, pgPoolMax: 1 });
+        await store.migrate();
+        await store.createAccount({ id: 'acct_close', name: 'Close', createdAt: T0 });
+        const calls = Array.from({ length: 10 }, (_, i) => store.createPet('acct_close', { name: `Late ${i}`, categoryId: 1 }, T0));
+        await store.close();
+        const created = await Promise.all(calls);
+        const reopened = await createStore({ databaseUrl: database.url, pgPoolMax: 1 });
+        try {
+          assert.deepEqual(await reopened.listPets({ accountId: 'acct_close', limit: 100 }), created);
+          await assert.rejects(store.createPet('acct_close', { name: 'After close', categoryId: 1 }, T0));
+        } finally {
+          await reopened.close();
+        }
+      });
+    }
+  });
+}
+
+// The backends run side by side: each round restarts a server, and that is most of the time.
+describe('SIGKILL under write load', { concurrency: true }, () => {
+  for (const backend of backends) {
+    it(`${backend.name}: when the server is killed mid-load ${ROUNDS} times, then every acknowledged pet is stored exactly as returned and the store is intact`, { timeout: 60_000 }, async (t) => {
+      const fixture = await createFixture(backend);
+      let server: ServerChild | undefined;
+      t.after(async () => {
+        server?.kill('SIGKILL');
+        await server?.exited;
+        await fixture.drop();
+      });
+      const sent = new Map<string, Sent>();
+      server = await startServer(fixture.env);
+      let acknowledgedTotal = 0;
+      let verified = { stored: 0, acknowledged: 0, committedWithoutResponse: 0, notCommitted: 0 };
+
+      for (let round = 1; round <= ROUNDS; round++) {
+        const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+        const before = new Set(sent.keys());
+        const load = startLoad(server.url, fixture.key, {
+          concurrency: CONCURRENCY,
+          prefix: `${backend.name}-r${round}`,
+          agent,
+          sent,
+          // Once the process is gone every request fails; a failure means it is gone.
+          stopOn: (outcome) => outcome.kind === 'error',
+        });
+        await Promise.race([load.firstCreated, sleep(10_000).then(() => assert.fail('no 201 within 10 s'))]);
+        const delay = 50 + Math.floor(Math.random() * 450);
+        await sleep(delay);
+        const inFlight = load.inFlight();
+        server.kill('SIGKILL');
+        const exit: Exit = await server.exited;
+        await load.done;
+        agent.destroy();
+        assert.equal(exit.signal, 'SIGKILL');
+        assert.ok(inFlight > 0, 'requests were in flight when the process was killed');
+
+        const roundSent = [...sent.entries()].filter(([name]) => !before.has(name));
+        const acknowledged = roundSent.filter(([, s]) => s.outcome.kind === 'response' && s.outcome.status === 201).length;
+        const otherResponses = roundSent.filter(([, s]) => s.outcome.kind === 'response' && s.outcome.status !== 201);
+        assert.deepEqual(otherResponses.map(([name, s]) => [name, s.outcome]), [], 'every answer before the kill was a 201');
+        acknowledgedTotal += acknowledged;
+
+        server = await startServer(fixture.env);
+        verified = await verifyPets(server.url, fixture.key, sent);
+        const integrity = await checkStoreIntegrity(fixture, verified.stored);
+        assert.equal(verified.acknowledged, acknowledgedTotal);
+        t.diagnostic(
+          `${backend.name} round ${round}: killed ${delay} ms after the first 201 with ${inFlight} requests in flight; ` +
+            `${acknowledged} pets acknowledged this round, all present; after restart ${verified.stored} pets stored ` +
+            `(${verified.acknowledged} acknowledged, ${verified.committedWithoutResponse} committed without a response); ${integrity}`,
+        );
+      }
+      t.diagnostic(
+        `${backend.name}: ${ROUNDS} rounds, ${verified.acknowledged} acknowledged pets verified present and exact, ` +
+          `${verified.committedWithoutResponse} more committed without a response, ${verified.notCommitted} unanswered and not committed, ids unique`,
+      );
+    });
+  }
+});
