@@ -7,7 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type HTTPMethods
 import secureJson from 'secure-json-parse';
 import { type Clock, systemClock } from '../clock.js';
 import type { Config } from '../config.js';
-import { InvalidJsonError, InvalidRequestError, MethodNotAllowedError } from '../errors.js';
+import { InvalidJsonError, InvalidRequestError, MethodNotAllowedError, ServiceUnavailableError } from '../errors.js';
 import { sharedSchemas } from '../schemas/index.js';
 import { createServices, type Services } from '../services/index.js';
 import type { Store } from '../store/types.js';
@@ -109,7 +109,8 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
     },
     // One log line per request (in onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
-    return503OnClosing: true,
+    // Requests arriving during shutdown are refused below, with our Error body.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -140,9 +141,14 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
     }
   });
 
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
+    if (closing) throw new ServiceUnavailableError('This instance is shutting down. Retry the request; another instance will answer.', 1);
   });
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(

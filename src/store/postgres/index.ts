@@ -132,6 +132,8 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
     // Detects a silently dead server on idle connections.
     keepAlive: true,
     types: typeParsers,
+    // A 201 promises the pet is on disk: never inherit synchronous_commit=off from the server or role.
+    options: '-c synchronous_commit=on',
   });
   // An idle client whose connection dies is already removed by the pool; without a
   // listener the 'error' event would crash the process.
