@@ -1,13 +1,32 @@
 // Process lifecycle for `petstore serve`: store, migrations, app, listen, graceful shutdown.
+// With `--workers N` (src/cluster.ts) the primary migrates once and each worker runs
+// startServer with `migrations: 'skip'`.
 import type { FastifyInstance } from 'fastify';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { buildApp } from './http/app.js';
 import { createLogger } from './logger.js';
 import { createStore } from './store/index.js';
+import type { Store } from './store/types.js';
 
-export async function startServer(config: Config): Promise<FastifyInstance> {
-  const logger = createLogger(config);
-  const store = await createStore(config);
+/** What to do about migrations at start: apply or check them (per PETSTORE_MIGRATE_ON_START), or nothing. */
+export type MigrationMode = 'config' | 'skip';
+
+export interface StartOptions {
+  /** 'skip' in cluster workers: the primary has already applied or checked them. */
+  migrations?: MigrationMode;
+  /**
+   * Cluster workers keep their signal handlers after the first signal: an interactive
+   * Ctrl+C reaches a worker twice (from the terminal and forwarded by the primary), and
+   * the second one must not kill it mid-shutdown. A lone process keeps Node's default
+   * for a second signal (exit at once), so a second Ctrl+C still forces it.
+   */
+  ignoreRepeatedSignals?: boolean;
+}
+
+/** Applies pending migrations, or refuses to start with pending ones when PETSTORE_MIGRATE_ON_START=false. */
+export async function prepareSchema(config: Config, store: Store, logger: Logger): Promise<void> {
   if (config.migrateOnStart) {
     const applied = await store.migrate();
     if (applied.length > 0) logger.info({ applied }, 'applied migrations');
@@ -15,12 +34,48 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     const pending = await store.pendingMigrations();
     if (pending.length > 0) throw new Error(`Pending migrations ${pending.join(', ')}: run \`petstore migrate\` first.`);
   }
+}
+
+export async function startServer(config: Config, options: StartOptions = {}): Promise<FastifyInstance> {
+  const logger = createLogger(config);
+  const store = await createStore(config);
+  if (options.migrations !== 'skip') await prepareSchema(config, store, logger);
   const app = await buildApp({ config, store, logger });
   app.addHook('onClose', async () => store.close());
-  await app.listen({ host: config.host, port: config.port });
-
+  // Requests in flight when shutdown starts answer with `Connection: close`, so their
+  // keep-alive connections end with the response instead of holding the process open
+  // until the keep-alive timeout (requests arriving later get Fastify's 503, also closing).
+  // Not while another request is pipelined behind on the same connection: Node would close
+  // it after this response and discard that one's, committed or not. The connection is
+  // ended instead once its last response is out.
+  let draining = false;
+  const unanswered = new WeakMap<Socket, number>();
+  app.server.on('request', (req, res) => {
+    const socket = req.socket;
+    unanswered.set(socket, (unanswered.get(socket) ?? 0) + 1);
+    res.once('finish', () => {
+      const left = (unanswered.get(socket) ?? 1) - 1;
+      unanswered.set(socket, left);
+      if (draining && left === 0) socket.destroySoon();
+    });
+  });
+  app.addHook('preClose', async () => {
+    draining = true;
+  });
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (draining && unanswered.get(request.raw.socket) === 1) reply.header('connection', 'close');
+    return payload;
+  });
+  let listening = false;
+  let signalledEarly: string | undefined;
   let closing = false;
   const shutdown = (signal: string) => {
+    // The server is reachable (and, in a cluster, counted) before listen() resolves:
+    // a signal in between is honoured once listening completes.
+    if (!listening) {
+      signalledEarly ??= signal;
+      return;
+    }
     if (closing) return;
     closing = true;
     logger.info({ signal }, 'shutting down: finishing requests in flight');
@@ -40,7 +95,12 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
       },
     );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  const listen = options.ignoreRepeatedSignals ? process.on.bind(process) : process.once.bind(process);
+  listen('SIGTERM', () => shutdown('SIGTERM'));
+  listen('SIGINT', () => shutdown('SIGINT'));
+
+  await app.listen({ host: config.host, port: config.port });
+  listening = true;
+  if (signalledEarly) shutdown(signalledEarly);
   return app;
 }

@@ -1,11 +1,13 @@
 // `petstore` operator CLI. Uses the same config, store and services as the server.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { systemClock } from '../clock.js';
+import { isClusterWorker, MAX_WORKERS, runPrimary, runWorker } from '../cluster.js';
 import { ConfigError, loadConfig, type Environment } from '../config.js';
 import { ApiError } from '../errors.js';
 import { startServer } from '../server.js';
 import { createServices } from '../services/index.js';
-import { createStore } from '../store/index.js';
+import { createStore, isPostgresUrl } from '../store/index.js';
+import { sqlitePath } from '../store/sqlite/index.js';
 
 class UsageError extends Error {}
 
@@ -13,7 +15,7 @@ const HELP: Record<string, string> = {
   root: `Usage: petstore <command> [options]
 
 Commands:
-  serve                          Run the HTTP server (what \`npm start\` runs)
+  serve [--workers <n>]          Run the HTTP server (what \`npm start\` runs)
   migrate                        Apply pending database migrations
   accounts create --name <name>  Create an account
   keys create --account <id>     Create an API key (the secret is shown once)
@@ -22,10 +24,19 @@ Commands:
 
 Every command reads PETSTORE_DATABASE_URL (default ./data/petstore.db) and PETSTORE_ENV.
 Run \`petstore <command> --help\` for a command's options.`,
-  serve: `Usage: petstore serve
+  serve: `Usage: petstore serve [--workers <n>]
 
 Runs the server on HOST:PORT (default 127.0.0.1:8080). Applies pending migrations
-first unless PETSTORE_MIGRATE_ON_START=false.`,
+first unless PETSTORE_MIGRATE_ON_START=false.
+
+Options:
+  --workers <n>  Run n worker processes (1-${MAX_WORKERS}) sharing HOST:PORT (node:cluster).
+                 The primary applies migrations once, then starts the workers and
+                 restarts any that dies (after a growing delay). SIGTERM or SIGINT
+                 stops every worker gracefully; the exit code is 0 once all have.
+                 Each worker has its own PostgreSQL pool (PETSTORE_PG_POOL_MAX) and,
+                 without PETSTORE_REDIS_URL, its own rate-limit buckets.
+                 Default 1: a single process, no cluster.`,
   migrate: `Usage: petstore migrate [--json]
 
 Applies pending migrations to PETSTORE_DATABASE_URL and prints what it applied.`,
@@ -69,6 +80,16 @@ async function withServices<T>(run: (services: Awaited<ReturnType<typeof createS
   }
 }
 
+/** The --workers value: an integer from 1 to MAX_WORKERS (1 when absent). */
+function parseWorkers(raw: string | undefined): number {
+  if (raw === undefined) return 1;
+  const workers = /^[0-9]{1,3}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(workers >= 1 && workers <= MAX_WORKERS)) {
+    throw new UsageError(`--workers must be an integer from 1 to ${MAX_WORKERS}, got "${raw}".\n\n${HELP.serve}`);
+  }
+  return workers;
+}
+
 function required(value: string | undefined, flag: string, command: string): string {
   if (!value) throw new UsageError(`${flag} is required.\n\n${HELP[command]}`);
   return value;
@@ -86,10 +107,26 @@ export async function main(argv: string[]): Promise<number> {
     return values.help ? 0 : 1;
   }
 
+  if (values.workers !== undefined && command !== 'serve') {
+    throw new UsageError(`--workers is an option of \`petstore serve\` only.`);
+  }
+
   switch (command) {
-    case 'serve':
-      await startServer(loadConfig());
+    case 'serve': {
+      const workers = parseWorkers(values.workers);
+      const config = loadConfig();
+      if (isClusterWorker()) {
+        await runWorker(config);
+      } else if (workers > 1) {
+        if (!isPostgresUrl(config.databaseUrl) && sqlitePath(config.databaseUrl) === ':memory:') {
+          throw new UsageError('--workers needs a database the workers can share; an in-memory SQLite database would be one per worker.');
+        }
+        await runPrimary(config, workers);
+      } else {
+        await startServer(config);
+      }
       return -1; // keep running
+    }
     case 'migrate': {
       const config = loadConfig();
       const store = await createStore(config);

@@ -1,7 +1,11 @@
 // Runs the built CLI (`bin/petstore.js`) as real child processes.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { type IncomingHttpHeaders, request as httpRequestRaw } from 'node:http';
 import path from 'node:path';
+import { systemClock } from '../../src/clock.js';
+import { createServices } from '../../src/services/index.js';
+import { createStore } from '../../src/store/index.js';
 
 const BIN = path.resolve('bin/petstore.js');
 
@@ -11,13 +15,27 @@ export interface CliResult {
   stderr: string;
 }
 
-export async function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
+/**
+ * Runs `petstore <args>` to completion. With timeoutMs, a command still running then (say a
+ * `serve` that should have refused to start) is killed and the call rejects, so that no
+ * process outlives the test.
+ */
+export async function cli(args: string[], env: Record<string, string>, options: { timeoutMs?: number } = {}): Promise<CliResult> {
   const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  let timedOut = false;
+  const timer = options.timeoutMs === undefined
+    ? undefined
+    : setTimeout(() => {
+        timedOut = true;
+        child.kill('SIGKILL');
+      }, options.timeoutMs);
   const [code] = (await once(child, 'close')) as [number];
+  clearTimeout(timer);
+  if (timedOut) throw new Error(`petstore ${args.join(' ')} still ran after ${options.timeoutMs} ms (killed):\n${stdout}${stderr}`);
   return { code, stdout, stderr };
 }
 
@@ -27,43 +45,128 @@ export async function cliJson<T>(args: string[], env: Record<string, string>): P
   return JSON.parse(result.stdout) as T;
 }
 
+/** One JSON log line (pino): `pid` tells which process (primary or worker) wrote it. */
+export type LogLine = Record<string, unknown> & { pid?: number; msg?: string; level?: number };
+
 export interface ServerProcess {
   url: string;
   child: ChildProcess;
-  /** Everything the process wrote to stdout (JSON log lines). */
+  /** Everything the process wrote to stdout (JSON log lines; with --workers, the workers' too). */
   output(): string;
+  /** Everything it wrote to stderr. */
+  errors(): string;
+  /** stdout parsed as JSON log lines (lines that are not JSON are skipped). */
+  logs(): LogLine[];
+  /** Resolves with the first log line (already written or to come) that matches; rejects after timeoutMs. */
+  waitForLog(match: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
   /** Sends the signal and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `petstore serve` on a free port and resolves once it listens. */
-export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
+export interface StartServerOptions {
+  /**
+   * The stdout pattern that means "ready"; its first group must be the base URL. Default: the
+   * primary's "cluster ready" line when args ask for more than one worker (each worker's own
+   * "Server listening at" line comes earlier, with the same shared port), else Fastify's
+   * "Server listening at" line.
+   */
+  ready?: RegExp;
+  /** How long to wait for it (default 20 s). */
+  timeoutMs?: number;
+  /** Called with each JSON log line as it arrives, from the start (before ready). */
+  onLogLine?: (line: LogLine) => void;
+}
+
+const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/;
+const CLUSTER_READY = /cluster ready: \d+ workers listening at (http:\/\/127\.0\.0\.1:\d+)/;
+
+function workersArg(args: string[]): number {
+  for (const [i, arg] of args.entries()) {
+    if (arg === '--workers') return Number(args[i + 1]);
+    if (arg.startsWith('--workers=')) return Number(arg.slice('--workers='.length));
+  }
+  return 1;
+}
+
+function parseLines(text: string): LogLine[] {
+  const lines: LogLine[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      lines.push(JSON.parse(line) as LogLine);
+    } catch {
+      // a partial line still being written
+    }
+  }
+  return lines;
+}
+
+/** Starts `petstore serve` on a free port and resolves once it listens (with --workers N, once all N do). */
+export async function startServerProcess(
+  env: Record<string, string>,
+  args: string[] = [],
+  options: StartServerOptions = {},
+): Promise<ServerProcess> {
   const child = spawn(process.execPath, [BIN, 'serve', ...args], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', PETSTORE_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const ready = options.ready ?? (workersArg(args) > 1 ? CLUSTER_READY : LISTENING);
   let out = '';
   let err = '';
   child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  let pending = '';
+  child.stdout!.on('data', (c: Buffer) => {
+    const text = c.toString();
+    out += text;
+    if (!options.onLogLine) return;
+    const lines = (pending + text).split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of parseLines(lines.join('\n'))) options.onLogLine(line);
+  });
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}${err}`)), 20_000);
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start: ${out}${err}`));
+    }, options.timeoutMs ?? 20_000);
+    const check = () => {
+      const match = ready.exec(out);
       if (match?.[1]) {
         clearTimeout(timer);
+        child.stdout!.off('data', check);
         resolve(match[1]);
       }
-    });
+    };
+    child.stdout!.on('data', check);
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`server exited with ${code}: ${out}${err}`));
     });
   });
+  const logs = () => parseLines(out);
   return {
     url,
     child,
     output: () => out,
+    errors: () => err,
+    logs,
+    waitForLog(match, timeoutMs = 10_000) {
+      return new Promise<LogLine>((resolve, reject) => {
+        const check = () => {
+          const found = logs().find(match);
+          if (!found) return false;
+          clearTimeout(timer);
+          child.stdout!.off('data', check);
+          resolve(found);
+          return true;
+        };
+        const timer = setTimeout(() => {
+          child.stdout!.off('data', check);
+          reject(new Error(`no matching log line within ${timeoutMs} ms:\n${out}${err}`));
+        }, timeoutMs);
+        if (!check()) child.stdout!.on('data', check);
+      });
+    },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       child.kill(signal);
@@ -71,4 +174,70 @@ export async function startServerProcess(env: Record<string, string>, args: stri
       return code;
     },
   };
+}
+
+/**
+ * A new account with one active key, written straight to the database through the real
+ * services (what the CLI does, without the cost of a process per call). Environment: production.
+ */
+export async function createAccountWithKey(
+  env: Record<string, string>,
+  name = 'Test account',
+): Promise<{ accountId: string; keyId: string; key: string }> {
+  const databaseUrl = env.PETSTORE_DATABASE_URL;
+  if (!databaseUrl) throw new Error('createAccountWithKey needs PETSTORE_DATABASE_URL');
+  const store = await createStore({ databaseUrl, pgPoolMax: 1 });
+  try {
+    const services = await createServices({ store, clock: systemClock, environment: 'production' });
+    const account = await services.accounts.create(name);
+    const key = await services.apiKeys.create(account.id);
+    return { accountId: account.id, keyId: key.id, key: key.key };
+  } finally {
+    await store.close();
+  }
+}
+
+export interface HttpResult {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** Parsed JSON, or the text when the body is not JSON. */
+  body: unknown;
+}
+
+/**
+ * One HTTP request on a connection of its own (no keep-alive agent), so that requests to a
+ * `--workers` cluster are spread over the workers instead of sticking to one connection.
+ */
+export function httpRequest(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: { key?: string; body?: unknown; headers?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<HttpResult> {
+  const payload = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body));
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  if (payload) {
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = String(payload.length);
+  }
+  return new Promise((resolve, reject) => {
+    const req = httpRequestRaw(new URL(path, baseUrl), { method, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = text;
+        if ((res.headers['content-type'] ?? '').startsWith('application/json') && text !== '') body = JSON.parse(text);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+      });
+    });
+    req.on('error', reject);
+    // Rejects with code ETIMEDOUT when no response has arrived in time.
+    req.setTimeout(options.timeoutMs ?? 10_000, () =>
+      req.destroy(Object.assign(new Error(`${method} ${path}: no response within ${options.timeoutMs ?? 10_000} ms`), { code: 'ETIMEDOUT' })),
+    );
+    req.end(payload);
+  });
 }
