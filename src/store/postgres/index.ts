@@ -66,7 +66,7 @@ const typeParsers: CustomTypesConfig = {
 
 // SQLSTATEs meaning the session is gone or cannot be had: admin/crash shutdown, server
 // starting up, idle session timeout, too many connections. Class 08 is checked by prefix.
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P05', '53300']);
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P04', '57P05', '53300']);
 const UNAVAILABLE_ERRNOS = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT',
   'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN',
@@ -88,6 +88,8 @@ export function isConnectionError(error: unknown): boolean {
   if (typeof code === 'string') {
     if (UNAVAILABLE_ERRNOS.has(code) || UNAVAILABLE_SQLSTATES.has(code)) return true;
     if (/^08[0-9A-Z]{3}$/.test(code)) return true;
+    // 55000 is a generic state error; only this message means "no connections allowed now".
+    if (code === '55000' && /is not currently accepting connections/.test(error.message)) return true;
   }
   if (UNAVAILABLE_MESSAGES.some((message) => error.message.startsWith(message))) return true;
   // Node reports a failed multi-address connect as an AggregateError.
