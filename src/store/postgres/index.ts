@@ -4,50 +4,16 @@
 // and the pool replaces dead connections by itself once the database is back.
 import pg, { type CustomTypesConfig, type PoolClient, type QueryResultRow } from 'pg';
 import { StoreUnavailableError } from '../../errors.js';
-import type { NewPet, Pet, PetStatus } from '../../schemas/index.js';
-import type { ApiKeyRecord, IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
+import type { NewPet } from '../../schemas/index.js';
+import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
+import { type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
 
 /** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
 export const MIGRATION_LOCK_KEY = 0x50455453;
 
 /** Fail fast during an outage instead of queueing requests behind a dead server. */
 const CONNECTION_TIMEOUT_MS = 2000;
-
-interface PetRow {
-  id: number;
-  name: string;
-  category_id: number;
-  status: PetStatus | null;
-}
-
-interface KeyRow {
-  id: string;
-  account_id: string;
-  environment: 'production' | 'staging';
-  key_hash: string;
-  hint: string;
-  created_at: string;
-  revoked_at: string | null;
-}
-
-function toPet(row: PetRow): Pet {
-  const pet: Pet = { id: row.id, name: row.name, categoryId: row.category_id };
-  if (row.status !== null) pet.status = row.status;
-  return pet;
-}
-
-function toKey(row: KeyRow): ApiKeyRecord {
-  return {
-    id: row.id,
-    accountId: row.account_id,
-    environment: row.environment,
-    keyHash: row.key_hash,
-    hint: row.hint,
-    createdAt: row.created_at,
-    revokedAt: row.revoked_at,
-  };
-}
 
 const { types } = pg;
 const parseTimestamptz = types.getTypeParser(types.builtins.TIMESTAMPTZ, 'text') as (value: string) => Date;

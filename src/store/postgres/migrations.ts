@@ -1,11 +1,7 @@
 // Versioned schema for the PostgreSQL backend. Append new versions; never edit applied ones.
 // It mirrors the SQLite schema (same tables, columns, checks and indexes) so both backends
 // behave the same through the Store interface.
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
+import type { Migration } from '../rows.js';
 
 export const migrations: Migration[] = [
   {

@@ -4,26 +4,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../errors.js';
-import type { NewPet, Pet, PetStatus } from '../../schemas/index.js';
-import type { Account, ApiKeyRecord, IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
+import type { NewPet, Pet } from '../../schemas/index.js';
+import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
-
-interface PetRow {
-  id: number;
-  name: string;
-  category_id: number;
-  status: PetStatus | null;
-}
-
-interface KeyRow {
-  id: string;
-  account_id: string;
-  environment: 'production' | 'staging';
-  key_hash: string;
-  hint: string;
-  created_at: string;
-  revoked_at: string | null;
-}
+import { type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
 
 /** Thrown inside a transaction to roll it back when an idempotency key was completed by someone else. */
 class IdempotencyRace extends Error {}
@@ -40,24 +24,6 @@ interface PendingPet {
 }
 
 type Inserted = { pet: Pet } | { error: unknown };
-
-function toPet(row: PetRow): Pet {
-  const pet: Pet = { id: row.id, name: row.name, categoryId: row.category_id };
-  if (row.status !== null) pet.status = row.status;
-  return pet;
-}
-
-function toKey(row: KeyRow): ApiKeyRecord {
-  return {
-    id: row.id,
-    accountId: row.account_id,
-    environment: row.environment,
-    keyHash: row.key_hash,
-    hint: row.hint,
-    createdAt: row.created_at,
-    revokedAt: row.revoked_at,
-  };
-}
 
 // Failures that mean "the database cannot serve now" (locked past the busy timeout, disk
 // full or failing, file gone or read-only, connection closed), not "this query is wrong".

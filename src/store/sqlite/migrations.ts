@@ -1,9 +1,5 @@
 // Versioned schema for the SQLite backend. Append new versions; never edit applied ones.
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
+import type { Migration } from '../rows.js';
 
 export const migrations: Migration[] = [
   {
