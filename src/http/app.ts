@@ -97,6 +97,9 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
           connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs),
           // HTTP/1.0 clients may omit Host; we route on the path only.
           requireHostHeader: false,
+          // Longer than common load-balancer idle timeouts (60 s), so the balancer closes
+          // idle connections first and never sends on one we are closing.
+          keepAliveTimeout: 72_000,
         },
         handler,
       );

@@ -108,3 +108,12 @@ describe('health', () => {
     assert.equal((await app.request('GET', '/healthz')).status, 200);
   });
 });
+
+describe('connections', () => {
+  test('when a response is sent, then idle keep-alive connections are held for 72 s (longer than load balancers)', async (t) => {
+    const app = await startApp(t);
+    const res = await app.request('GET', '/healthz');
+    assert.equal(res.status, 200);
+    assert.equal(app.app.server.keepAliveTimeout, 72_000);
+  });
+});
