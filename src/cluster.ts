@@ -10,6 +10,8 @@
 // startServer), and the primary exits 0 once all have exited cleanly; 1 otherwise.
 import cluster, { type Address, type Worker } from 'node:cluster';
 import pino from 'pino';
+import { AggregatorRegistry } from 'prom-client';
+import { type ClusterMetricsMessage, isClusterMetricsMessage } from './http/plugins/metrics.js';
 import type { Config } from './config.js';
 import { createLogger } from './logger.js';
 import { prepareSchema, startServer } from './server.js';
@@ -103,6 +105,16 @@ export async function runPrimary(config: Config, workers: number): Promise<void>
     }, config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS);
     deadline.unref();
   };
+
+  // Workers forward /metrics scrapes here; answer with every worker's metrics aggregated.
+  const aggregator = new AggregatorRegistry();
+  cluster.on('message', (worker: Worker, msg: unknown) => {
+    if (!isClusterMetricsMessage(msg)) return;
+    aggregator.clusterMetrics().then(
+      (text) => worker.isConnected() && worker.send({ type: msg.type, id: msg.id, text } satisfies ClusterMetricsMessage),
+      (err: unknown) => worker.isConnected() && worker.send({ type: msg.type, id: msg.id, error: message(err) } satisfies ClusterMetricsMessage),
+    );
+  });
 
   cluster.on('listening', (worker: Worker, address: Address) => {
     listening.add(worker.id);

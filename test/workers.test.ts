@@ -335,3 +335,22 @@ describe('petstore serve --workers', { concurrency: 2 }, () => {
     });
   });
 });
+
+describe('petstore serve --workers: metrics', () => {
+  test('when requests are spread over two workers, then every /metrics scrape counts all of them', { timeout: 60_000 }, async (t) => {
+    const database = await sqliteBackend.createDatabase();
+    t.after(() => database.drop());
+    const server = await startCluster(t, database);
+    const { key } = await createAccountWithKey({ PETSTORE_DATABASE_URL: database.url });
+    const total = 20;
+    for (let i = 0; i < total; i += 1) assert.equal((await httpRequest(server.url, 'GET', '/v1/pets', { key })).status, 200);
+    const served = (text: string) =>
+      Number(/petstore_http_requests_total\{method="GET",route="\/v1\/pets",status="200"\} (\d+)/.exec(text)?.[1] ?? 0);
+    // Separate connections reach both workers; each scrape must see the whole cluster.
+    for (let i = 0; i < 4; i += 1) {
+      const scrape = await httpRequest(server.url, 'GET', '/metrics');
+      assert.equal(scrape.status, 200);
+      assert.equal(served(String(scrape.body)), total);
+    }
+  });
+});

@@ -1,7 +1,8 @@
 // Prometheus metrics, one registry per app (so several apps in one process never mix).
-import { timingSafeEqual } from 'node:crypto';
+import cluster from 'node:cluster';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { UnauthorizedError } from '../../errors.js';
 import type { Store } from '../../store/types.js';
 
@@ -51,6 +52,46 @@ export function createMetrics() {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
+/** IPC message a cluster worker sends to ask the primary for every worker's metrics, and the reply. */
+export const CLUSTER_METRICS_MESSAGE = 'petstore:cluster-metrics';
+export interface ClusterMetricsMessage {
+  type: typeof CLUSTER_METRICS_MESSAGE;
+  id: string;
+  text?: string;
+  error?: string;
+}
+
+export function isClusterMetricsMessage(value: unknown): value is ClusterMetricsMessage {
+  return typeof value === 'object' && value !== null && (value as { type?: unknown }).type === CLUSTER_METRICS_MESSAGE;
+}
+
+/**
+ * In a `--workers` cluster a scrape reaches one worker; it asks the primary, which
+ * aggregates every worker's registry (prom-client's AggregatorRegistry), so /metrics
+ * always describes the whole process group.
+ */
+function clusterScrape(registry: Registry): () => Promise<string> {
+  new AggregatorRegistry(); // makes this worker answer the primary's collection requests
+  AggregatorRegistry.setRegistries([registry]);
+  return () =>
+    new Promise((resolve, reject) => {
+      const id = randomUUID();
+      const onMessage = (message: unknown) => {
+        if (!isClusterMetricsMessage(message) || message.id !== id) return;
+        clearTimeout(timer);
+        process.off('message', onMessage);
+        if (message.text !== undefined) resolve(message.text);
+        else reject(new Error(`cluster metrics failed: ${message.error ?? 'no answer'}`));
+      };
+      const timer = setTimeout(() => {
+        process.off('message', onMessage);
+        reject(new Error('the primary did not answer the metrics request within 6 s'));
+      }, 6000);
+      process.on('message', onMessage);
+      process.send!({ type: CLUSTER_METRICS_MESSAGE, id } satisfies ClusterMetricsMessage);
+    });
+}
+
 export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: Store, token: string | undefined): void {
   new Gauge({
     name: 'petstore_store_pool_connections',
@@ -73,6 +114,7 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: S
     metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
   });
 
+  const scrape = cluster.isWorker && process.send ? clusterScrape(metrics.registry) : () => metrics.registry.metrics();
   const expected = token ? Buffer.from(`Bearer ${token}`) : undefined;
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
     if (expected) {
@@ -81,6 +123,6 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: S
         throw new UnauthorizedError('GET /metrics needs `Authorization: Bearer <PETSTORE_METRICS_TOKEN>`.', given.length > 0);
       }
     }
-    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    return reply.type(metrics.registry.contentType).send(await scrape());
   });
 }
