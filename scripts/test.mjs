@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs every test/**/*.test.ts with node:test (Node 20's runner takes no globs).
-// Extra arguments filter files by substring: `npm test -- cursor auth`.
+// Extra arguments filter files by path substring: `npm test -- idempotency http/auth`.
+// To filter by test name instead: `node --import tsx --test --test-name-pattern="cursor" test/http/pets.test.ts`.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
