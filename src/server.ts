@@ -2,7 +2,6 @@
 // With `--workers N` (src/cluster.ts) the primary migrates once and each worker runs
 // startServer with `migrations: 'skip'`.
 import type { FastifyInstance } from 'fastify';
-import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { buildApp } from './http/app.js';
@@ -42,30 +41,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   if (options.migrations !== 'skip') await prepareSchema(config, store, logger);
   const app = await buildApp({ config, store, logger });
   app.addHook('onClose', async () => store.close());
-  // Requests in flight when shutdown starts answer with `Connection: close`, so their
-  // keep-alive connections end with the response instead of holding the process open
-  // until the keep-alive timeout (requests arriving later get Fastify's 503, also closing).
-  // Not while another request is pipelined behind on the same connection: Node would close
-  // it after this response and discard that one's, committed or not. The connection is
-  // ended instead once its last response is out.
-  let draining = false;
-  const unanswered = new WeakMap<Socket, number>();
-  app.server.on('request', (req, res) => {
-    const socket = req.socket;
-    unanswered.set(socket, (unanswered.get(socket) ?? 0) + 1);
-    res.once('finish', () => {
-      const left = (unanswered.get(socket) ?? 1) - 1;
-      unanswered.set(socket, left);
-      if (draining && left === 0) socket.destroySoon();
-    });
-  });
-  app.addHook('preClose', async () => {
-    draining = true;
-  });
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (draining && unanswered.get(request.raw.socket) === 1) reply.header('connection', 'close');
-    return payload;
-  });
   let listening = false;
   let signalledEarly: string | undefined;
   let closing = false;

@@ -7,13 +7,14 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type HTTPMethods
 import secureJson from 'secure-json-parse';
 import { type Clock, systemClock } from '../clock.js';
 import type { Config } from '../config.js';
-import { InvalidJsonError, InvalidRequestError, MethodNotAllowedError, ServiceUnavailableError } from '../errors.js';
+import { InvalidJsonError, InvalidRequestError, MethodNotAllowedError } from '../errors.js';
 import { sharedSchemas } from '../schemas/index.js';
 import { createServices, type Services } from '../services/index.js';
 import type { Store } from '../store/types.js';
 import { clientErrorHandler, frameworkErrorHandler, rawErrorReply, registerErrorHandling } from './plugins/errors.js';
 import { createMetrics, registerMetrics } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
+import { registerShutdown } from './plugins/shutdown.js';
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../services/rate-limit.js';
 import { instrumentStore } from '../store/instrumented.js';
 import { healthRoutes } from './routes/health.js';
@@ -112,7 +113,7 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
     },
     // One log line per request (in onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
-    // Requests arriving during shutdown are refused below, with our Error body.
+    // Requests arriving during shutdown are refused by registerShutdown, with our Error body.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
@@ -144,15 +145,12 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
     }
   });
 
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
-    if (closing) throw new ServiceUnavailableError('This instance is shutting down. Retry the request; another instance will answer.', 1);
   });
+  // After the headers hook, so refusals during shutdown carry them too.
+  registerShutdown(app);
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
       { req: { method: request.method, url: request.url, remoteAddress: request.ip }, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime },

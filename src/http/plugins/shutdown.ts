@@ -1,0 +1,35 @@
+// Graceful shutdown at the HTTP layer, driven by one fact: close has begun (preClose).
+// - Requests that arrive from then on are refused with 503 and Retry-After.
+// - Requests already in flight answer with `Connection: close`, so their keep-alive connections
+//   end with the response instead of holding the process open until the keep-alive timeout.
+//   Not while another request is pipelined behind on the same connection: Node would close it
+//   after this response and discard that one's, committed or not. The connection is ended
+//   instead once its last response is out.
+import type { Socket } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { ServiceUnavailableError } from '../../errors.js';
+
+export function registerShutdown(app: FastifyInstance): void {
+  let closing = false;
+  const unanswered = new WeakMap<Socket, number>();
+
+  app.server.on('request', (req, res) => {
+    const socket = req.socket;
+    unanswered.set(socket, (unanswered.get(socket) ?? 0) + 1);
+    res.once('finish', () => {
+      const left = (unanswered.get(socket) ?? 1) - 1;
+      unanswered.set(socket, left);
+      if (closing && left === 0) socket.destroySoon();
+    });
+  });
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async () => {
+    if (closing) throw new ServiceUnavailableError('This instance is shutting down. Retry the request; another instance will answer.', 1);
+  });
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (closing && unanswered.get(request.raw.socket) === 1) reply.header('connection', 'close');
+    return payload;
+  });
+}
