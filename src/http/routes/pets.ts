@@ -19,7 +19,7 @@ import { accountId, createAuthHook } from '../plugins/auth.js';
 import type { Metrics } from '../plugins/metrics.js';
 import { createRateLimitHook } from '../plugins/rate-limit.js';
 import type { RateLimiter } from '../../services/rate-limit.js';
-import { commonErrors, errorResponse, rateLimitHeaders, success } from '../responses.js';
+import { commonErrors, errorResponse, rateLimitHeaders, retryAfterHeader, success } from '../responses.js';
 
 const linkHeader = {
   ...rateLimitHeaders,
@@ -104,7 +104,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
           }),
           409: errorResponse('A request with the same Idempotency-Key is still running (`idempotency_key_in_use`). Retry after `Retry-After` seconds.', {
             ...rateLimitHeaders,
-            'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' },
+            ...retryAfterHeader,
           }),
           422: errorResponse('The Idempotency-Key was already used with a different body (`idempotency_key_reused`). Use a new key.', rateLimitHeaders),
           400: errorResponse(
