@@ -29,4 +29,6 @@ test('when a request is served, then exactly one log line records it, with the r
   assert.equal(mine.length, 1);
   assert.equal(mine[0]?.res?.statusCode, 200);
   assert.equal(typeof mine[0]?.responseTime, 'number');
+  const req = (mine[0] as { req?: { method?: string; url?: string; remoteAddress?: string } }).req;
+  assert.deepEqual([req?.method, req?.url, req?.remoteAddress], ['GET', '/healthz', '127.0.0.1']);
 });
