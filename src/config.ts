@@ -19,6 +19,8 @@ export interface Config {
   migrateOnStart: boolean;
   /** PostgreSQL pool size per process. */
   pgPoolMax: number;
+  /** SQLite only: cache pages and pets in memory, invalidated on every commit (PostgreSQL never caches). */
+  readCache: boolean;
   /** Redis URL for shared rate limits; undefined means in-memory. */
   redisUrl: string | undefined;
   /** Per API key: sustained requests per second, and the bucket size (largest burst). */
@@ -90,6 +92,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimit: integer(env, 'PETSTORE_BODY_LIMIT', 64 * 1024, 1024, 16 * 1024 * 1024),
     migrateOnStart: boolean(env, 'PETSTORE_MIGRATE_ON_START', true),
     pgPoolMax: integer(env, 'PETSTORE_PG_POOL_MAX', 10, 1, 1000),
+    readCache: boolean(env, 'PETSTORE_READ_CACHE', true),
     redisUrl: env.PETSTORE_REDIS_URL || undefined,
     rateLimitPerSecond: integer(env, 'PETSTORE_RATE_LIMIT_PER_SECOND', 100, 1, 1_000_000),
     rateLimitBurst: integer(env, 'PETSTORE_RATE_LIMIT_BURST', 200, 1, 1_000_000),

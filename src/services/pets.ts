@@ -8,7 +8,7 @@ import type { Store } from '../store/types.js';
 import type { CursorCodec } from './cursor.js';
 
 export interface PetPage {
-  pets: Pet[];
+  pets: readonly Pet[];
   /** Present when more pets follow this page. */
   nextCursor: string | undefined;
 }
@@ -26,6 +26,9 @@ function requestHash(pet: NewPet): string {
 
 export function createPetService(deps: { store: Store; clock: Clock; cursors: CursorCodec }) {
   const { store, clock, cursors } = deps;
+  // A store that caches returns the same frozen rows for the same query: derive the page
+  // (and its signed cursor) once per such result, not once per request.
+  const pagesOf = new WeakMap<readonly Pet[], PetPage>();
   return {
     create(accountId: string, pet: NewPet): Promise<Pet> {
       return store.createPet(accountId, pet, new Date(clock.now()).toISOString());
@@ -80,11 +83,19 @@ export function createPetService(deps: { store: Store; clock: Clock; cursors: Cu
       const afterId = query.cursor === undefined ? 0 : cursors.decode(accountId, query.cursor, query.status);
       // One extra row tells whether a next page exists without a COUNT.
       const rows = await store.listPets({ accountId, limit: query.limit + 1, status: query.status, afterId });
+      const shared = Object.isFrozen(rows);
+      if (shared) {
+        const page = pagesOf.get(rows);
+        if (page) return page;
+      }
       const pets = rows.slice(0, query.limit);
       const last = pets[pets.length - 1];
       const nextCursor =
         rows.length > query.limit && last ? cursors.encode(accountId, { afterId: last.id, status: query.status }) : undefined;
-      return { pets, nextCursor };
+      if (!shared) return { pets, nextCursor };
+      const page: PetPage = Object.freeze({ pets: Object.freeze(pets), nextCursor });
+      pagesOf.set(rows, page);
+      return page;
     },
   };
 }

@@ -88,7 +88,7 @@ export interface Store {
   createPet(accountId: string, pet: NewPet, createdAt: string): Promise<Pet>;
   getPet(accountId: string, id: number): Promise<Pet | undefined>;
   /** Pets of one account in ascending id order, at most `limit`. */
-  listPets(query: ListPetsQuery): Promise<Pet[]>;
+  listPets(query: ListPetsQuery): Promise<readonly Pet[]>;
 
   /** Atomically claims an idempotency key of an account, or reports who holds it. */
   claimIdempotencyKey(claim: IdempotencyClaimInput): Promise<IdempotencyClaim>;

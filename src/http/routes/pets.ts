@@ -1,5 +1,6 @@
 // Thin handlers: validated input in, service call, shaped output. No business rules here.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
 import type { Clock } from '../../clock.js';
 import { GoneError } from '../../errors.js';
 import {
@@ -14,6 +15,7 @@ import {
   ref,
 } from '../../schemas/index.js';
 import type { Services } from '../../services/index.js';
+import type { PetPage } from '../../services/pets.js';
 import { GET_PET_SUNSET_AT, getPetDeprecationHeaders } from '../deprecation.js';
 import { accountId, createAuthHook } from '../plugins/auth.js';
 import type { Metrics } from '../plugins/metrics.js';
@@ -47,7 +49,34 @@ export interface PetRoutesOptions {
   metrics: Metrics;
 }
 
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** The route's compiled serializer for its 200 application/json response schema. */
+function serialized(reply: FastifyReply, value: object): string {
+  return String(reply.serializeInput(value as Record<string, unknown>, '200', 'application/json'));
+}
+
+/** Sends JSON serialized earlier; Fastify passes a string with a JSON type through untouched. */
+function sendSerialized(reply: FastifyReply, body: string): FastifyReply {
+  return reply.type(JSON_TYPE).send(body);
+}
+
 export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { services, clock, rateLimiter, metrics }) => {
+  // What goes on the wire for a shared (frozen) page or pet, serialized once by the route's
+  // response schema: a caching store hands out the same objects for the same query.
+  const pageWire = new WeakMap<PetPage, { body: string; link: string | undefined }>();
+  const petWire = new WeakMap<Pet, string>();
+  // The counter's child per account, so a call does not hash the label set each time.
+  const deprecatedCallCounters = new Map<string, { inc(): void }>();
+  const deprecatedCallsOf = (account: string) => {
+    let counter = deprecatedCallCounters.get(account);
+    if (!counter) {
+      counter = metrics.deprecatedCalls.labels({ operation: 'getPet', account_id: account });
+      deprecatedCallCounters.set(account, counter);
+    }
+    return counter;
+  };
+
   // Order matters: who is calling, then whether they may call now, then everything else.
   app.addHook('onRequest', createAuthHook(services.apiKeys));
   app.addHook('onRequest', createRateLimitHook(rateLimiter, metrics));
@@ -77,11 +106,18 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     async (request, reply) => {
       const { limit = PAGE_LIMIT_DEFAULT, status, cursor } = request.query;
       const page = await services.pets.list(accountId(request), { limit, status, cursor });
-      if (page.nextCursor) {
-        const next = new URLSearchParams({ limit: String(limit), ...(status ? { status } : {}), cursor: page.nextCursor });
-        reply.header('link', `</v1/pets?${next.toString()}>; rel="next"`);
+      let wire = pageWire.get(page);
+      if (!wire) {
+        let link: string | undefined;
+        if (page.nextCursor) {
+          const next = new URLSearchParams({ limit: String(limit), ...(status ? { status } : {}), cursor: page.nextCursor });
+          link = `</v1/pets?${next.toString()}>; rel="next"`;
+        }
+        wire = { body: serialized(reply, page.pets), link };
+        if (Object.isFrozen(page)) pageWire.set(page, wire);
       }
-      return page.pets;
+      if (wire.link) reply.header('link', wire.link);
+      return sendSerialized(reply, wire.body);
     },
   );
 
@@ -128,8 +164,9 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
   app.get(
     '/v1/pets/:petId',
     {
-      onSend: async (_request, reply) => {
+      onSend: (_request, reply, payload, done) => {
         reply.headers(getPetDeprecationHeaders);
+        done(null, payload);
       },
       schema: {
         operationId: 'getPet',
@@ -149,12 +186,18 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
         },
       },
     },
-    async (request) => {
-      metrics.deprecatedCalls.inc({ operation: 'getPet', account_id: accountId(request) });
+    async (request, reply) => {
+      deprecatedCallsOf(accountId(request)).inc();
       if (clock.now() >= GET_PET_SUNSET_AT) {
         throw new GoneError('GET /v1/pets/{petId} was removed on 5 December 2030. Use GET /v1/pets with the status filter instead.');
       }
-      return services.pets.get(accountId(request), request.params.petId);
+      const pet = await services.pets.get(accountId(request), request.params.petId);
+      let body = petWire.get(pet);
+      if (body === undefined) {
+        body = serialized(reply, pet);
+        if (Object.isFrozen(pet)) petWire.set(pet, body);
+      }
+      return sendSerialized(reply, body);
     },
   );
 };

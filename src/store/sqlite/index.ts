@@ -8,6 +8,7 @@ import type { NewPet, Pet } from '../../schemas/index.js';
 import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
 import { type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
+import { createReadCache, type ReadCache } from './read-cache.js';
 
 /** Thrown inside a transaction to roll it back when an idempotency key was completed by someone else. */
 class IdempotencyRace extends Error {}
@@ -66,7 +67,12 @@ export function sqlitePath(url: string): string {
   return url;
 }
 
-export function createSqliteStore(url: string): Store {
+export interface SqliteStoreOptions {
+  /** Cache pages and pets in memory, invalidated exactly (see read-cache.ts). Default true. */
+  readCache?: boolean;
+}
+
+export function createSqliteStore(url: string, options: SqliteStoreOptions = {}): Store {
   const file = sqlitePath(url);
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const db = new Database(file);
@@ -80,17 +86,38 @@ export function createSqliteStore(url: string): Store {
     new Set(db.prepare<[], { version: number }>('SELECT version FROM schema_migrations').all().map((r) => r.version));
 
   // Statements are prepared lazily (tables may not exist before migrate) and reused.
-  const cache = new Map<string, Database.Statement>();
+  const statements = new Map<string, Database.Statement>();
   const stmt = <P extends unknown[], R>(sql: string) => {
-    let s = cache.get(sql);
+    let s = statements.get(sql);
     if (!s) {
       s = db.prepare(sql);
-      cache.set(sql, s);
+      statements.set(sql, s);
     }
     return s as Database.Statement<P, R>;
   };
 
   const petColumns = 'id, name, category_id, status';
+
+  // PRAGMA data_version changes when another connection commits. It is read at most once per
+  // synchronous run (one socket read's worth of requests: the auth check and the query of a
+  // request share it), which is exact: anything committed before those bytes were read is seen.
+  const dataVersionStmt = () => stmt<[], number>('PRAGMA data_version').pluck();
+  let dataVersion: number | undefined;
+  let dataVersionFresh = false;
+  const forgetDataVersion = () => {
+    dataVersionFresh = false;
+  };
+  const cache: ReadCache | undefined = options.readCache === false ? undefined : createReadCache();
+  /** The current data_version; clears the read cache when another connection has committed. */
+  const externalChanges = (): number => {
+    if (dataVersionFresh) return dataVersion!;
+    const current = dataVersionStmt().get()!;
+    if (dataVersion !== undefined && current !== dataVersion) cache?.clear();
+    dataVersion = current;
+    dataVersionFresh = true;
+    queueMicrotask(forgetDataVersion);
+    return current;
+  };
 
   // Group commit for createPet: calls made while a batch is pending join it, and the batch
   // is written by one BEGIN IMMEDIATE … COMMIT, so one WAL fsync (synchronous=FULL) makes all
@@ -127,6 +154,9 @@ export function createSqliteStore(url: string): Store {
     } catch (error) {
       for (const item of batch) item.reject(error);
       return;
+    } finally {
+      // Before anyone hears back: these accounts' cached pages may now be short.
+      if (cache) for (const item of batch) cache.wrote(item.accountId);
     }
     results.forEach((result, i) => {
       const item = batch[i]!;
@@ -163,7 +193,7 @@ export function createSqliteStore(url: string): Store {
           applied.push(m.version);
         }
       }).immediate();
-      cache.clear();
+      statements.clear();
       return applied;
     },
 
@@ -172,9 +202,7 @@ export function createSqliteStore(url: string): Store {
       return migrations.filter((m) => !done.has(m.version)).map((m) => m.version);
     },
 
-    externalChangeCounter() {
-      return stmt<[], { data_version: number }>('PRAGMA data_version').get()!.data_version;
-    },
+    externalChangeCounter: externalChanges,
 
     async ping() {
       stmt<[], unknown>('SELECT 1').get();
@@ -183,7 +211,8 @@ export function createSqliteStore(url: string): Store {
     async close() {
       // Nobody is left waiting: what is queued is committed (or rejected, if already closed).
       while (queue.length > 0) commitBatch();
-      cache.clear();
+      statements.clear();
+      cache?.clear();
       if (db.open) db.close();
     },
 
@@ -238,11 +267,24 @@ export function createSqliteStore(url: string): Store {
     },
 
     async getPet(accountId, id) {
+      if (cache) {
+        externalChanges();
+        const hit = cache.getPet(accountId, id);
+        if (hit) return hit;
+      }
       const row = stmt<[string, number], PetRow>(`SELECT ${petColumns} FROM pets WHERE account_id = ? AND id = ?`).get(accountId, id);
-      return row && toPet(row);
+      if (!row) return undefined;
+      return cache ? cache.setPet(accountId, toPet(row)) : toPet(row);
     },
 
     async listPets({ accountId, limit, status, afterId = 0 }: ListPetsQuery) {
+      let generation = 0;
+      if (cache) {
+        externalChanges();
+        const hit = cache.getPage(accountId, status, afterId, limit);
+        if (hit) return hit;
+        generation = cache.generation(accountId);
+      }
       // INDEXED BY: the planner may otherwise walk the rowid and filter by account, so a
       // page would cost (and time) in proportion to other accounts' pets.
       const rows = status
@@ -252,7 +294,8 @@ export function createSqliteStore(url: string): Store {
         : stmt<[string, number, number], PetRow>(
             `SELECT ${petColumns} FROM pets INDEXED BY pets_by_account WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`,
           ).all(accountId, afterId, limit);
-      return rows.map(toPet);
+      const pets = rows.map(toPet);
+      return cache ? cache.setPage(accountId, status, afterId, limit, pets, generation) : pets;
     },
 
     async claimIdempotencyKey({ accountId, key, requestHash, now, ttlMs, leaseMs }) {
@@ -295,6 +338,8 @@ export function createSqliteStore(url: string): Store {
       } catch (err) {
         if (err instanceof IdempotencyRace) return undefined;
         throw err;
+      } finally {
+        cache?.wrote(accountId);
       }
     },
 

@@ -1,0 +1,94 @@
+// In-memory cache of SQLite reads (pages and single pets), exact rather than short-lived:
+// - a commit by this connection (group commit, idempotent create) invalidates the pages of
+//   the accounts it wrote to before any caller hears back;
+// - a commit by any other connection or process changes PRAGMA data_version, and the next
+//   read after that finds the whole cache cleared.
+// Pets are never updated in v1, so a cached pet stays right until it would be deleted,
+// which only another process could do: data_version covers that too.
+// Cached values are frozen and shared: callers may memoize what they derive from them
+// (the next-page cursor, the serialized JSON) by identity.
+import type { Pet } from '../../schemas/index.js';
+
+export interface ReadCacheLimits {
+  /** Most pages kept (a page holds up to 100 pets, plus one lookahead). */
+  pages: number;
+  /** Most single pets kept. */
+  pets: number;
+}
+
+export const DEFAULT_READ_CACHE_LIMITS: ReadCacheLimits = { pages: 256, pets: 10_000 };
+
+interface CachedPage {
+  rows: readonly Pet[];
+  /** The account's write generation when the page was read. */
+  generation: number;
+}
+
+/** Map with a size bound: the oldest insertion goes first (cheaper than LRU, enough here). */
+function setBounded<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
+  if (map.size >= max && !map.has(key)) map.delete(map.keys().next().value as K);
+  map.set(key, value);
+}
+
+export function freezePet(pet: Pet): Pet {
+  return Object.freeze(pet);
+}
+
+export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIMITS) {
+  const pages = new Map<string, CachedPage>();
+  const pets = new Map<string, Pet>();
+  /** Bumped after every local commit that added pets to the account. */
+  const generations = new Map<string, number>();
+
+  const pageKey = (accountId: string, status: string | undefined, afterId: number, limit: number) =>
+    `${accountId}\u0000${status ?? ''}\u0000${afterId}\u0000${limit}`;
+  const petKey = (accountId: string, id: number) => `${accountId}\u0000${id}`;
+
+  return {
+    /** Everything may be stale: another connection committed. */
+    clear(): void {
+      pages.clear();
+      pets.clear();
+      generations.clear();
+    },
+
+    /** This connection committed new pets for the account: its pages may now be short. */
+    wrote(accountId: string): void {
+      generations.set(accountId, (generations.get(accountId) ?? 0) + 1);
+    },
+
+    generation(accountId: string): number {
+      return generations.get(accountId) ?? 0;
+    },
+
+    getPage(accountId: string, status: string | undefined, afterId: number, limit: number): readonly Pet[] | undefined {
+      const entry = pages.get(pageKey(accountId, status, afterId, limit));
+      return entry && entry.generation === (generations.get(accountId) ?? 0) ? entry.rows : undefined;
+    },
+
+    /** `generation` must be read before the query ran, so a commit in between leaves the entry stale. */
+    setPage(accountId: string, status: string | undefined, afterId: number, limit: number, rows: Pet[], generation: number): readonly Pet[] {
+      for (const pet of rows) freezePet(pet);
+      const frozen = Object.freeze(rows);
+      setBounded(pages, pageKey(accountId, status, afterId, limit), { rows: frozen, generation }, limits.pages);
+      return frozen;
+    },
+
+    getPet(accountId: string, id: number): Pet | undefined {
+      return pets.get(petKey(accountId, id));
+    },
+
+    /** Only pets that exist: a miss is not cached, since the id may be assigned later. */
+    setPet(accountId: string, pet: Pet): Pet {
+      const frozen = freezePet(pet);
+      setBounded(pets, petKey(accountId, pet.id), frozen, limits.pets);
+      return frozen;
+    },
+
+    get size(): { pages: number; pets: number } {
+      return { pages: pages.size, pets: pets.size };
+    },
+  };
+}
+
+export type ReadCache = ReturnType<typeof createReadCache>;
