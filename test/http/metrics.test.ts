@@ -33,3 +33,28 @@ test('when PETSTORE_METRICS_TOKEN is set, then /metrics needs it', async (t) => 
   const ok = await fetch(`${app.url}/metrics`, { headers: { authorization: 'Bearer scrape-secret' } });
   assert.equal(ok.status, 200);
 });
+
+test('when the latency histogram records values, then its buckets are cumulative with +Inf, and workers\' histograms sum', async () => {
+  const { AggregatorRegistry, Registry } = await import('prom-client');
+  const { BoundHistogram } = await import('../../src/http/plugins/histogram.js');
+  const registries = [new Registry(), new Registry()];
+  const histograms = registries.map(
+    (registry) => new BoundHistogram({ name: 'h_seconds', help: 'test', labelNames: ['route'] as const, buckets: [0.1, 0.01, 1], registers: [registry] }),
+  );
+  const one = histograms[0]!.labels({ route: '/a' });
+  for (const v of [0.005, 0.01, 0.5, 3]) one.observe(v);
+  histograms[1]!.labels({ route: '/a' }).observe(0.05);
+
+  const text = await registries[0]!.metrics();
+  assert.match(text, /# TYPE h_seconds histogram/);
+  assert.match(text, /h_seconds_bucket\{le="0.01",route="\/a"\} 2\n/, 'bounds are sorted; a value equal to a bound counts in it');
+  assert.match(text, /h_seconds_bucket\{le="0.1",route="\/a"\} 2\n/);
+  assert.match(text, /h_seconds_bucket\{le="1",route="\/a"\} 3\n/);
+  assert.match(text, /h_seconds_bucket\{le="\+Inf",route="\/a"\} 4\n/);
+  assert.match(text, /h_seconds_sum\{route="\/a"\} 3.515\n/);
+  assert.match(text, /h_seconds_count\{route="\/a"\} 4/);
+
+  const merged = await AggregatorRegistry.aggregate(await Promise.all(registries.map((r) => r.getMetricsAsJSON()))).metrics();
+  assert.match(merged, /h_seconds_bucket\{le="0.1",route="\/a"\} 3\n/);
+  assert.match(merged, /h_seconds_count\{route="\/a"\} 5/);
+});

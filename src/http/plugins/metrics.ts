@@ -2,29 +2,37 @@
 import cluster from 'node:cluster';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { AggregatorRegistry, Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { UnauthorizedError } from '../../errors.js';
 import type { Store } from '../../store/types.js';
+import { BoundHistogram, type HistogramSeries } from './histogram.js';
 
 export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'petstore_' });
+  // Observed on every request: our BoundHistogram, which costs an array increment.
+  const httpDuration = new BoundHistogram({
+    name: 'petstore_http_request_duration_seconds',
+    help: 'HTTP request latency by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
   return {
     registry,
+    httpDuration,
+    // Read off the histogram's counts at scrape time instead of counted twice per request.
     httpRequests: new Counter({
       name: 'petstore_http_requests_total',
       help: 'HTTP requests by method, route template and status.',
       labelNames: ['method', 'route', 'status'] as const,
       registers: [registry],
+      collect() {
+        this.reset();
+        for (const series of httpDuration.counts()) this.inc(series.labels, series.count);
+      },
     }),
-    httpDuration: new Histogram({
-      name: 'petstore_http_request_duration_seconds',
-      help: 'HTTP request latency by method, route template and status.',
-      labelNames: ['method', 'route', 'status'] as const,
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers: [registry],
-    }),
-    storeDuration: new Histogram({
+    storeDuration: new BoundHistogram({
       name: 'petstore_store_query_duration_seconds',
       help: 'Store call latency by operation.',
       labelNames: ['operation'] as const,
@@ -106,12 +114,19 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: S
     },
   });
 
-  app.addHook('onResponse', async (request, reply) => {
+  // One bound series per (method, route, status), looked up by a flat string.
+  const series = new Map<string, HistogramSeries>();
+  app.addHook('onResponse', (request, reply, done) => {
     // Unmatched URLs share one label so scanners cannot explode the series count.
     const route = request.routeOptions.url ?? 'unmatched';
-    const labels = { method: request.method, route, status: String(reply.statusCode) };
-    metrics.httpRequests.inc(labels);
-    metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
+    const id = `${request.method} ${reply.statusCode} ${route}`;
+    let s = series.get(id);
+    if (!s) {
+      s = metrics.httpDuration.labels({ method: request.method, route, status: String(reply.statusCode) });
+      series.set(id, s);
+    }
+    s.observe(reply.elapsedTime / 1000);
+    done();
   });
 
   const scrape = cluster.isWorker && process.send ? clusterScrape(metrics.registry) : () => metrics.registry.metrics();
