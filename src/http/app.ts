@@ -1,5 +1,5 @@
 // The one wiring point: builds the HTTP app from config, store and logger.
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -11,6 +11,7 @@ import { InvalidJsonError, InvalidRequestError, MethodNotAllowedError } from '..
 import { sharedSchemas } from '../schemas/index.js';
 import { createServices, type Services } from '../services/index.js';
 import type { Store } from '../store/types.js';
+import { lazyChildLoggerFactory } from '../logger.js';
 import { clientErrorHandler, frameworkErrorHandler, rawErrorReply, registerErrorHandling } from './plugins/errors.js';
 import { createMetrics, registerMetrics } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
@@ -36,6 +37,18 @@ export interface AppDeps {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * UUID-shaped request ids: 74 random bits per process, then a counter. Unique across
+ * processes and restarts, and cheaper than a fresh randomUUID() per request; they
+ * identify requests, they are not secrets.
+ */
+function requestIdGenerator(): () => string {
+  const r = randomBytes(10).toString('hex');
+  const prefix = `${r.slice(0, 8)}-${r.slice(8, 12)}-4${r.slice(12, 15)}-${'89ab'[Number.parseInt(r[15]!, 16) & 3]}${r.slice(16, 19)}-`;
+  let counter = 0;
+  return () => prefix + (counter++ % 0x1000000000000).toString(16).padStart(12, '0');
+}
 const KEY_SHAPED = /psk_(live|test)_/i;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -77,6 +90,7 @@ function createRateLimiter(config: Config, log: FastifyBaseLogger, countError: (
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
 export async function buildApp({ config, store, logger, clock = systemClock }: AppDeps): Promise<FastifyInstance> {
+  const newRequestId = requestIdGenerator();
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: config.bodyLimit,
@@ -84,8 +98,9 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
     genReqId: (req: IncomingMessage) => {
       const given = req.headers['x-request-id'];
       // A key pasted here by mistake would be echoed and logged on every line: never accept one.
-      return typeof given === 'string' && REQUEST_ID.test(given) && !KEY_SHAPED.test(given) ? given : randomUUID();
+      return typeof given === 'string' && REQUEST_ID.test(given) && !KEY_SHAPED.test(given) ? given : newRequestId();
     },
+    childLoggerFactory: lazyChildLoggerFactory,
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,
     // Slow clients (trickled headers or body) are cut off after requestTimeoutMs; Node checks
@@ -120,7 +135,10 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const metrics = createMetrics();
-  const timedStore = instrumentStore(store, (operation, seconds) => metrics.storeDuration.observe({ operation }, seconds));
+  const timedStore = instrumentStore(store, (operation) => {
+    const child = metrics.storeDuration.labels({ operation });
+    return (seconds) => child.observe(seconds);
+  });
   const services = await createServices({ store: timedStore, clock, environment: config.environment });
   app.decorate('services', services);
   const rateLimiter = createRateLimiter(config, app.log, () => metrics.rateLimiterErrors.inc());
@@ -145,15 +163,19 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
     }
   });
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Hooks on the request path are callback style: an async hook costs a promise and a
+  // microtask per request even when it has nothing to wait for.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
+    done();
   });
   // After the headers hook, so refusals during shutdown carry them too.
   registerShutdown(app);
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     // Fastify's serializers shape req (method, url, host, remote address) and res (status).
     request.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
+    done();
   });
 
   // Remember each path's methods, so other methods answer 405 with Allow instead of 404.

@@ -18,6 +18,8 @@ export interface RateLimiter {
   readonly ratePerSecond: number;
   readonly capacity: number;
   take(bucket: string): Promise<RateLimitDecision>;
+  /** The same decision synchronously, for limiters that need no I/O (in memory). */
+  takeNow?(bucket: string): RateLimitDecision;
   close(): Promise<void>;
 }
 
@@ -47,18 +49,23 @@ export function createMemoryRateLimiter(options: RateLimitOptions): RateLimiter 
   }, Math.max(1000, fullAfterMs));
   sweep.unref();
 
+  function takeNow(key: string): RateLimitDecision {
+    const t = now();
+    const b = buckets.get(key) ?? { tokens: capacity, at: t };
+    b.tokens = Math.min(capacity, b.tokens + ((t - b.at) * ratePerSecond) / 1000);
+    b.at = t;
+    const allowed = b.tokens >= 1;
+    if (allowed) b.tokens -= 1;
+    buckets.set(key, b);
+    return decide(b.tokens, allowed, options);
+  }
+
   return {
     ratePerSecond,
     capacity,
+    takeNow,
     async take(key) {
-      const t = now();
-      const b = buckets.get(key) ?? { tokens: capacity, at: t };
-      b.tokens = Math.min(capacity, b.tokens + ((t - b.at) * ratePerSecond) / 1000);
-      b.at = t;
-      const allowed = b.tokens >= 1;
-      if (allowed) b.tokens -= 1;
-      buckets.set(key, b);
-      return decide(b.tokens, allowed, options);
+      return takeNow(key);
     },
     async close() {
       clearInterval(sweep);

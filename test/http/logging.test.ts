@@ -32,3 +32,36 @@ test('when a request is served, then exactly one log line records it, with the r
   const req = (mine[0] as { req?: { method?: string; url?: string; remoteAddress?: string } }).req;
   assert.deepEqual([req?.method, req?.url, req?.remoteAddress], ['GET', '/healthz', '127.0.0.1']);
 });
+
+test('when the level is warn, then a request builds no child logger, and a warning still carries its request id', async () => {
+  const { Writable } = await import('node:stream');
+  const { createLogger, lazyChildLoggerFactory } = await import('../../src/logger.js');
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString('utf8').trim());
+      done();
+    },
+  });
+  const parent = createLogger({ logLevel: 'warn' }, sink);
+  let children = 0;
+  const child = parent.child.bind(parent);
+  parent.child = ((...args: Parameters<typeof child>) => {
+    children += 1;
+    return child(...args);
+  }) as typeof parent.child;
+
+  const quiet = lazyChildLoggerFactory(parent, { reqId: 'r-1' }, {});
+  quiet.info({ some: 'thing' }, 'request completed');
+  quiet.debug('detail');
+  assert.equal(children, 0, 'nothing written: no child made');
+  assert.equal(quiet.level, 'warn');
+
+  const loud = lazyChildLoggerFactory(parent, { reqId: 'r-2' }, {});
+  loud.warn({ code: 'x' }, 'something odd');
+  loud.error('worse');
+  assert.equal(children, 1, 'one child, made on the first line written and reused');
+  await new Promise((resolve) => setImmediate(resolve));
+  const written = lines.map((line) => JSON.parse(line) as { reqId: string; msg: string });
+  assert.deepEqual(written.map((l) => [l.reqId, l.msg]), [['r-2', 'something odd'], ['r-2', 'worse']]);
+});

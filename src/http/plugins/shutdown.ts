@@ -25,11 +25,13 @@ export function registerShutdown(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async () => {
-    if (closing) throw new ServiceUnavailableError('This instance is shutting down. Retry the request; another instance will answer.', 1);
+  // Callback style: these run on every request, and are no-ops until shutdown.
+  app.addHook('onRequest', (_request, _reply, done) => {
+    if (closing) done(new ServiceUnavailableError('This instance is shutting down. Retry the request; another instance will answer.', 1));
+    else done();
   });
-  app.addHook('onSend', async (request, reply, payload) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (closing && unanswered.get(request.raw.socket) === 1) reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   });
 }
