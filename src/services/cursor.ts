@@ -14,9 +14,15 @@ export interface CursorPosition {
   status: PetStatus | undefined;
 }
 
+/** Verified cursors remembered, so paging clients re-sending one skip the HMAC. */
+const VERIFIED_MAX = 4096;
+
 export function createCursorCodec(secret: string) {
   const mac = (accountId: string, payload: Buffer) =>
     createHmac('sha256', secret).update(accountId).update('\0').update(payload).digest().subarray(0, MAC_LENGTH);
+  // A cursor never expires and the secret never changes while we run, so one that verified
+  // for (account, status) always will: remembering it is exact. Only successes are kept.
+  const verified = new Map<string, number>();
 
   return {
     encode(accountId: string, position: CursorPosition): string {
@@ -29,27 +35,37 @@ export function createCursorCodec(secret: string) {
 
     /** The position to continue from; throws InvalidCursorError unless issued to this account for this filter. */
     decode(accountId: string, cursor: string, status: PetStatus | undefined): number {
-      const raw = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url') : Buffer.alloc(0);
-      // The re-encoding check refuses other spellings of the same bytes (spare base64 bits).
-      if (raw.length !== PAYLOAD_LENGTH + MAC_LENGTH || raw.toString('base64url') !== cursor || raw.readUInt8(0) !== VERSION) {
-        throw new InvalidCursorError('The cursor is malformed. Use the cursor from the Link header exactly as given, or omit it to start over.');
-      }
-      const payload = raw.subarray(0, PAYLOAD_LENGTH);
-      if (!timingSafeEqual(raw.subarray(PAYLOAD_LENGTH), mac(accountId, payload))) {
-        throw new InvalidCursorError('The cursor is not valid for this API key. Use the cursor from the Link header exactly as given, or omit it to start over.');
-      }
-      const statusIndex = payload.readUInt8(1);
-      const cursorStatus = statusIndex === 0 ? undefined : PET_STATUSES[statusIndex - 1];
-      if (cursorStatus !== status) {
-        throw new InvalidCursorError(
-          `The cursor was issued for ${cursorStatus ? `status=${cursorStatus}` : 'no status filter'}; keep the same status filter while paging, or omit the cursor to start over.`,
-        );
-      }
-      const afterId = payload.readBigUInt64BE(2);
-      if (afterId > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidCursorError('The cursor is malformed.');
-      return Number(afterId);
+      const memoKey = `${accountId}\0${status ?? ''}\0${cursor}`;
+      const known = verified.get(memoKey);
+      if (known !== undefined) return known;
+      const afterId = verify(accountId, cursor, status);
+      if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!);
+      verified.set(memoKey, afterId);
+      return afterId;
     },
   };
+
+  function verify(accountId: string, cursor: string, status: PetStatus | undefined): number {
+    const raw = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url') : Buffer.alloc(0);
+    // The re-encoding check refuses other spellings of the same bytes (spare base64 bits).
+    if (raw.length !== PAYLOAD_LENGTH + MAC_LENGTH || raw.toString('base64url') !== cursor || raw.readUInt8(0) !== VERSION) {
+      throw new InvalidCursorError('The cursor is malformed. Use the cursor from the Link header exactly as given, or omit it to start over.');
+    }
+    const payload = raw.subarray(0, PAYLOAD_LENGTH);
+    if (!timingSafeEqual(raw.subarray(PAYLOAD_LENGTH), mac(accountId, payload))) {
+      throw new InvalidCursorError('The cursor is not valid for this API key. Use the cursor from the Link header exactly as given, or omit it to start over.');
+    }
+    const statusIndex = payload.readUInt8(1);
+    const cursorStatus = statusIndex === 0 ? undefined : PET_STATUSES[statusIndex - 1];
+    if (cursorStatus !== status) {
+      throw new InvalidCursorError(
+        `The cursor was issued for ${cursorStatus ? `status=${cursorStatus}` : 'no status filter'}; keep the same status filter while paging, or omit the cursor to start over.`,
+      );
+    }
+    const afterId = payload.readBigUInt64BE(2);
+    if (afterId > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidCursorError('The cursor is malformed.');
+    return Number(afterId);
+  }
 }
 
 export type CursorCodec = ReturnType<typeof createCursorCodec>;
