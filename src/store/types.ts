@@ -65,6 +65,11 @@ export interface Store {
    * data_version), so in-process caches can tell they may be stale. Cheap: no disk access.
    */
   externalChangeCounter?(): number;
+  /**
+   * The pet if the store's in-memory read cache holds it (checked against other processes'
+   * commits, so exact), else undefined: a synchronous answer for the HTTP fast path.
+   */
+  cachedPet?(accountId: string, id: number): Pet | undefined;
   /** Applies pending migrations; safe to call from several processes at once. */
   migrate(): Promise<number[]>;
   /** Pending migration versions, without applying them. */

@@ -8,6 +8,7 @@ import type { NewPet, Pet } from '../../schemas/index.js';
 import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
 import { type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
+import { createChangeCheck } from './change-check.js';
 import { createReadCache, type ReadCache } from './read-cache.js';
 
 /** Thrown inside a transaction to roll it back when an idempotency key was completed by someone else. */
@@ -98,20 +99,21 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
 
   const petColumns = 'id, name, category_id, status';
 
-  // PRAGMA data_version changes when another connection commits. It is read at most once per
-  // synchronous run (one socket read's worth of requests: the auth check and the query of a
-  // request share it), which is exact: anything committed before those bytes were read is seen.
-  const dataVersionStmt = () => stmt<[], number>('PRAGMA data_version').pluck();
+  // Another connection's commits are detected by change-check.ts (the wal-index header, then
+  // data_version). The answer is reused for the rest of one synchronous run (one socket read's
+  // worth of requests: the auth check and the lookup of a request share it), which is exact:
+  // anything committed before those bytes were read is seen.
+  const changes = createChangeCheck(db, file);
   let dataVersion: number | undefined;
   let dataVersionFresh = false;
   const forgetDataVersion = () => {
     dataVersionFresh = false;
   };
   const cache: ReadCache | undefined = options.readCache === false ? undefined : createReadCache();
-  /** The current data_version; clears the read cache when another connection has committed. */
+  /** A number that changes when another connection has committed; clears the read cache then. */
   const externalChanges = (): number => {
     if (dataVersionFresh) return dataVersion!;
-    const current = dataVersionStmt().get()!;
+    const current = changes.current();
     if (dataVersion !== undefined && current !== dataVersion) cache?.clear();
     dataVersion = current;
     dataVersionFresh = true;
@@ -204,6 +206,15 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
 
     externalChangeCounter: externalChanges,
 
+    ...(cache
+      ? {
+          cachedPet(accountId: string, id: number): Pet | undefined {
+            externalChanges();
+            return cache.getPet(accountId, id);
+          },
+        }
+      : {}),
+
     async ping() {
       stmt<[], unknown>('SELECT 1').get();
     },
@@ -213,7 +224,10 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
       while (queue.length > 0) commitBatch();
       statements.clear();
       cache?.clear();
-      if (db.open) db.close();
+      if (db.open) {
+        changes.close();
+        db.close();
+      }
     },
 
     async getOrCreateSetting(key, create) {
