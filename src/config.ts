@@ -21,6 +21,8 @@ export interface Config {
   pgPoolMax: number;
   /** SQLite only: cache pages and pets in memory, invalidated on every commit (PostgreSQL never caches). */
   readCache: boolean;
+  /** Answer cached GET /v1/pets/{petId} before Fastify (src/http/fast-path.ts). */
+  fastPath: boolean;
   /** Redis URL for shared rate limits; undefined means in-memory. */
   redisUrl: string | undefined;
   /** Per API key: sustained requests per second, and the bucket size (largest burst). */
@@ -93,6 +95,7 @@ export function loadConfig(env: Env = process.env): Config {
     migrateOnStart: boolean(env, 'PETSTORE_MIGRATE_ON_START', true),
     pgPoolMax: integer(env, 'PETSTORE_PG_POOL_MAX', 10, 1, 1000),
     readCache: boolean(env, 'PETSTORE_READ_CACHE', true),
+    fastPath: boolean(env, 'PETSTORE_FAST_PATH', true),
     redisUrl: env.PETSTORE_REDIS_URL || undefined,
     rateLimitPerSecond: integer(env, 'PETSTORE_RATE_LIMIT_PER_SECOND', 100, 1, 1_000_000),
     rateLimitBurst: integer(env, 'PETSTORE_RATE_LIMIT_BURST', 200, 1, 1_000_000),

@@ -27,8 +27,13 @@ export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pin
   );
 }
 
-const LEVEL_VALUES: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
+const LEVEL_VALUES: Record<'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent', number> & Record<string, number | undefined> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
 type LogFn = (...args: unknown[]) => void;
+
+/** Whether a logger at its current level writes lines of `level`. */
+export function writesAt(logger: { level: string }, level: keyof typeof LEVEL_VALUES): boolean {
+  return (LEVEL_VALUES[level] ?? 0) >= (LEVEL_VALUES[logger.level] ?? 0);
+}
 
 /**
  * Fastify's per-request logger, made only when a line is actually written: pino's child()

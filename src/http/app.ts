@@ -1,6 +1,6 @@
 // The one wiring point: builds the HTTP app from config, store and logger.
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type HTTPMethods, LogController } from 'fastify';
@@ -11,7 +11,8 @@ import { InvalidJsonError, InvalidRequestError, MethodNotAllowedError } from '..
 import { sharedSchemas } from '../schemas/index.js';
 import { createServices, type Services } from '../services/index.js';
 import type { Store } from '../store/types.js';
-import { lazyChildLoggerFactory } from '../logger.js';
+import { lazyChildLoggerFactory, writesAt } from '../logger.js';
+import { createGetPetFastPath } from './fast-path.js';
 import { clientErrorHandler, frameworkErrorHandler, rawErrorReply, registerErrorHandling } from './plugins/errors.js';
 import { createMetrics, registerMetrics } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
@@ -19,7 +20,7 @@ import { registerShutdown } from './plugins/shutdown.js';
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../services/rate-limit.js';
 import { instrumentStore } from '../store/instrumented.js';
 import { healthRoutes } from './routes/health.js';
-import { petRoutes } from './routes/pets.js';
+import { createPetWire, petRoutes } from './routes/pets.js';
 import { createValidatorCompiler } from './validation.js';
 
 declare module 'fastify' {
@@ -91,15 +92,16 @@ const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELE
 
 export async function buildApp({ config, store, logger, clock = systemClock }: AppDeps): Promise<FastifyInstance> {
   const newRequestId = requestIdGenerator();
+  const requestId = (given: string | string[] | undefined): string =>
+    // A key pasted here by mistake would be echoed and logged on every line: never accept one.
+    typeof given === 'string' && REQUEST_ID.test(given) && !KEY_SHAPED.test(given) ? given : newRequestId();
+  // Set once the routes exist; until then every request goes to Fastify.
+  let fastPath: (req: IncomingMessage, res: ServerResponse) => boolean = () => false;
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: config.bodyLimit,
     requestIdHeader: false,
-    genReqId: (req: IncomingMessage) => {
-      const given = req.headers['x-request-id'];
-      // A key pasted here by mistake would be echoed and logged on every line: never accept one.
-      return typeof given === 'string' && REQUEST_ID.test(given) && !KEY_SHAPED.test(given) ? given : newRequestId();
-    },
+    genReqId: (req: IncomingMessage) => requestId(req.headers['x-request-id']),
     childLoggerFactory: lazyChildLoggerFactory,
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,
@@ -117,7 +119,16 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
           // idle connections first and never sends on one we are closing.
           keepAliveTimeout: 72_000,
         },
-        handler,
+        (req, res) => {
+          let answered = false;
+          try {
+            answered = fastPath(req, res);
+          } catch {
+            // It throws only before writing anything (a store failure, say): Fastify answers,
+            // with the error model, and its own try at the store.
+          }
+          if (!answered) handler(req, res);
+        },
       );
       // Unknown Expect values: RFC 9110 lets us ignore them and answer the request normally.
       server.on('checkExpectation', handler);
@@ -171,7 +182,7 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
     done();
   });
   // After the headers hook, so refusals during shutdown carry them too.
-  registerShutdown(app);
+  const closing = registerShutdown(app);
   app.addHook('onResponse', (request, reply, done) => {
     // Fastify's serializers shape req (method, url, host, remote address) and res (status).
     request.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
@@ -187,10 +198,24 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
     methodsByUrl.set(route.url, methods);
   });
 
-  registerMetrics(app, metrics, store, config.metricsToken);
+  const record = registerMetrics(app, metrics, store, config.metricsToken);
   await registerOpenApi(app, config);
   await app.register(healthRoutes, { store });
-  await app.register(petRoutes, { services, clock, rateLimiter, metrics });
+  const wire = createPetWire(metrics);
+  await app.register(petRoutes, { services, clock, rateLimiter, metrics, wire });
+  if (config.fastPath) {
+    fastPath = createGetPetFastPath({
+      services,
+      rateLimiter,
+      clock,
+      wire,
+      record,
+      answered: metrics.fastPathAnswered,
+      requestId,
+      // The per-request log line is written by Fastify's onResponse hook.
+      bypass: () => closing() || writesAt(app.log, 'info'),
+    });
+  }
 
   for (const [url, allowed] of methodsByUrl) {
     const other = ALL_METHODS.filter((m) => !allowed.has(m));

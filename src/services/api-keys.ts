@@ -83,6 +83,35 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
     cache.set(token, { auth, expiresAt: Date.now() + KEY_CACHE_TTL_MS });
   }
 
+  /** Checks a token against the store (no cache lookup) and remembers it when valid. */
+  async function verify(token: string): Promise<AuthContext> {
+    const keyEnvironment = parseKey(token);
+    if (!keyEnvironment) {
+      throw new UnauthorizedError(
+        'The API key is malformed. Keys look like psk_live_… (production) or psk_test_… (staging); check it was copied whole.',
+        true,
+      );
+    }
+    if (keyEnvironment !== environment) {
+      throw new UnauthorizedError(
+        `This is a ${keyEnvironment} key but this is the ${environment} API. Use a ${PREFIX[environment]}… key here, or call the ${other} server.`,
+        true,
+      );
+    }
+    const hash = hashKey(token);
+    const record = await store.findApiKeyByHash(hash);
+    // The lookup is by hash; the constant-time compare guards against any store that matched loosely.
+    if (!record || !timingSafeEqual(Buffer.from(record.keyHash), Buffer.from(hash))) {
+      throw new UnauthorizedError('The API key is not recognised. Create a key with `petstore keys create`.', true);
+    }
+    if (record.revokedAt !== null) {
+      throw new UnauthorizedError('The API key has been revoked. Create a new key with `petstore keys create`.', true);
+    }
+    const auth = { accountId: record.accountId, keyId: record.id };
+    remember(token, auth);
+    return auth;
+  }
+
   return {
     /** Creates a key; the returned `key` is the only time the secret exists outside the client. */
     async create(accountId: string, keyEnvironment: Environment = environment): Promise<ApiKeyInfo & { key: string }> {
@@ -119,34 +148,11 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
 
     /** Resolves a bearer token to its account, or throws UnauthorizedError saying why. */
     async authenticate(token: string): Promise<AuthContext> {
-      const hit = cached(token);
-      if (hit) return hit;
-      const keyEnvironment = parseKey(token);
-      if (!keyEnvironment) {
-        throw new UnauthorizedError(
-          'The API key is malformed. Keys look like psk_live_… (production) or psk_test_… (staging); check it was copied whole.',
-          true,
-        );
-      }
-      if (keyEnvironment !== environment) {
-        throw new UnauthorizedError(
-          `This is a ${keyEnvironment} key but this is the ${environment} API. Use a ${PREFIX[environment]}… key here, or call the ${other} server.`,
-          true,
-        );
-      }
-      const hash = hashKey(token);
-      const record = await store.findApiKeyByHash(hash);
-      // The lookup is by hash; the constant-time compare guards against any store that matched loosely.
-      if (!record || !timingSafeEqual(Buffer.from(record.keyHash), Buffer.from(hash))) {
-        throw new UnauthorizedError('The API key is not recognised. Create a key with `petstore keys create`.', true);
-      }
-      if (record.revokedAt !== null) {
-        throw new UnauthorizedError('The API key has been revoked. Create a new key with `petstore keys create`.', true);
-      }
-      const auth = { accountId: record.accountId, keyId: record.id };
-      remember(token, auth);
-      return auth;
+      return cached(token) ?? verify(token);
     },
+
+    /** What authenticate does after a cache miss: for callers that just asked authenticateCached. */
+    verify,
   };
 }
 

@@ -70,6 +70,11 @@ export function createPetService(deps: { store: Store; clock: Clock; cursors: Cu
       return store.purgeIdempotencyKeys(clock.now() - IDEMPOTENCY_TTL_MS);
     },
 
+    /** The pet when the store can answer from memory right now (see Store.cachedPet), else undefined. */
+    getCached(accountId: string, id: number): Pet | undefined {
+      return store.cachedPet?.(accountId, id);
+    },
+
     async get(accountId: string, id: number): Promise<Pet> {
       const pet = await store.getPet(accountId, id);
       if (!pet) throw new NotFoundError(`No pet with id ${id}. List your pets with GET /v1/pets.`);

@@ -12,16 +12,21 @@ declare module 'fastify' {
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
+/** The token of a well-formed `Authorization: Bearer <token>` header, else undefined. */
+export function parseBearer(header: string | undefined): string | undefined {
+  return header === undefined ? undefined : BEARER.exec(header)?.[1];
+}
+
 /** The token of an `Authorization: Bearer <token>` header, or UnauthorizedError saying what is wrong. */
 export function bearerToken(header: string | undefined): string {
   if (header === undefined || header.trim() === '') {
     throw new UnauthorizedError('An API key is required. Send it as `Authorization: Bearer <API_KEY>`.', false);
   }
-  const match = BEARER.exec(header);
-  if (!match?.[1]) {
+  const token = parseBearer(header);
+  if (!token) {
     throw new UnauthorizedError('The Authorization header must have the form `Bearer <API_KEY>`.', false);
   }
-  return match[1];
+  return token;
 }
 
 // Callback style, not async: a key verified moments ago is answered from the cache with no
@@ -37,7 +42,7 @@ export function createAuthHook(apiKeys: ApiKeyService) {
       done();
       return;
     }
-    apiKeys.authenticate(token).then((auth) => {
+    apiKeys.verify(token).then((auth) => {
       request.auth = auth;
       done();
     }, done);

@@ -18,6 +18,8 @@ export function createMetrics() {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   });
+  const fastPathAnswered = { count: 0 };
+  const deprecatedCallCounts = new Map<string, { labels: { operation: string; account_id: string }; count: number; inc(): void }>();
   return {
     registry,
     httpDuration,
@@ -39,6 +41,16 @@ export function createMetrics() {
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
       registers: [registry],
     }),
+    fastPathAnswered,
+    fastPathResponses: new Counter({
+      name: 'petstore_fast_path_responses_total',
+      help: 'GET /v1/pets/{petId} answered from memory before the framework (src/http/fast-path.ts); also counted in the HTTP histogram.',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(fastPathAnswered.count);
+      },
+    }),
     rateLimited: new Counter({
       name: 'petstore_rate_limit_rejections_total',
       help: 'Requests refused with 429 by the per-key rate limit.',
@@ -54,7 +66,23 @@ export function createMetrics() {
       help: 'Calls to deprecated operations by account, to warn owners before the sunset.',
       labelNames: ['operation', 'account_id'] as const,
       registers: [registry],
+      // Counted in plain numbers on the request path (deprecatedCallsOf); read at scrape time.
+      collect() {
+        this.reset();
+        for (const { labels, count } of deprecatedCallCounts.values()) this.inc(labels, count);
+      },
     }),
+    /** The call counter of one deprecated operation and account: an increment, no label hashing. */
+    deprecatedCallsOf(operation: string, account: string): { inc(): void } {
+      const id = `${operation} ${account}`;
+      let counter = deprecatedCallCounts.get(id);
+      if (!counter) {
+        const created = { labels: { operation, account_id: account }, count: 0, inc: () => void created.count++ };
+        deprecatedCallCounts.set(id, created);
+        counter = created;
+      }
+      return counter;
+    },
   };
 }
 
@@ -100,7 +128,16 @@ function clusterScrape(registry: Registry): () => Promise<string> {
     });
 }
 
-export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: Store, token: string | undefined): void {
+/** Records answered requests in the latency histogram (which also yields requests_total). */
+export interface ResponseRecorder {
+  /** One answered request: method, route template (undefined when unmatched), status, milliseconds. */
+  (method: string, route: string | undefined, status: number, ms: number): void;
+  /** The same for a path that always answers one (method, route, status): no key built per call. */
+  fixed(method: string, route: string, status: number): (ms: number) => void;
+}
+
+/** Registers /metrics and the per-request histogram; returns the recorder the onResponse hook uses. */
+export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: Store, token: string | undefined): ResponseRecorder {
   new Gauge({
     name: 'petstore_store_pool_connections',
     help: 'Database pool connections by state (PostgreSQL; zero for SQLite).',
@@ -116,16 +153,25 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: S
 
   // One bound series per (method, route, status), looked up by a flat string.
   const series = new Map<string, HistogramSeries>();
-  app.addHook('onResponse', (request, reply, done) => {
+  const seriesOf = (method: string, matched: string | undefined, status: number): HistogramSeries => {
     // Unmatched URLs share one label so scanners cannot explode the series count.
-    const route = request.routeOptions.url ?? 'unmatched';
-    const id = `${request.method} ${reply.statusCode} ${route}`;
+    const route = matched ?? 'unmatched';
+    const id = `${method} ${status} ${route}`;
     let s = series.get(id);
     if (!s) {
-      s = metrics.httpDuration.labels({ method: request.method, route, status: String(reply.statusCode) });
+      s = metrics.httpDuration.labels({ method, route, status: String(status) });
       series.set(id, s);
     }
-    s.observe(reply.elapsedTime / 1000);
+    return s;
+  };
+  const record = ((method, route, status, ms) => seriesOf(method, route, status).observe(ms / 1000)) as ResponseRecorder;
+  record.fixed = (method, route, status) => {
+    let s: HistogramSeries | undefined;
+    // Bound on first use, so the series appears in /metrics only once it has been answered.
+    return (ms) => (s ??= seriesOf(method, route, status)).observe(ms / 1000);
+  };
+  app.addHook('onResponse', (request, reply, done) => {
+    record(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime);
     done();
   });
 
@@ -140,4 +186,5 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: S
     }
     return reply.type(metrics.registry.contentType).send(await scrape());
   });
+  return record;
 }

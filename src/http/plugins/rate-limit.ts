@@ -6,15 +6,20 @@ import { RateLimitedError } from '../../errors.js';
 import type { RateLimitDecision, RateLimiter } from '../../services/rate-limit.js';
 import type { Metrics } from './metrics.js';
 
-export function createRateLimitHook(limiter: RateLimiter, metrics: Metrics) {
+/** The RateLimit-Policy value of a limiter, and the RateLimit value of one decision. */
+export function rateLimitHeaderValues(limiter: RateLimiter) {
   const windowSeconds = Math.max(1, Math.ceil(limiter.capacity / limiter.ratePerSecond));
-  const policy = `"default";q=${limiter.capacity};w=${windowSeconds}`;
+  return {
+    policy: `"default";q=${limiter.capacity};w=${windowSeconds}`,
+    of: (decision: RateLimitDecision) => `"default";r=${decision.remaining};t=${decision.resetSeconds}`,
+  };
+}
+
+export function createRateLimitHook(limiter: RateLimiter, metrics: Metrics) {
+  const values = rateLimitHeaderValues(limiter);
 
   function apply(decision: RateLimitDecision, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-    const headers = {
-      'ratelimit-policy': policy,
-      ratelimit: `"default";r=${decision.remaining};t=${decision.resetSeconds}`,
-    };
+    const headers = { 'ratelimit-policy': values.policy, ratelimit: values.of(decision) };
     if (!decision.allowed) {
       metrics.rateLimited.inc();
       done(new RateLimitedError(decision.retryAfterSeconds, headers));

@@ -5,22 +5,26 @@
 //   Not while another request is pipelined behind on the same connection: Node would close it
 //   after this response and discard that one's, committed or not. The connection is ended
 //   instead once its last response is out.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { ServiceUnavailableError } from '../../errors.js';
 
-export function registerShutdown(app: FastifyInstance): void {
+/** Returns whether close has begun, for request paths that answer outside Fastify's hooks. */
+export function registerShutdown(app: FastifyInstance): () => boolean {
   let closing = false;
   const unanswered = new WeakMap<Socket, number>();
 
-  app.server.on('request', (req, res) => {
-    const socket = req.socket;
-    unanswered.set(socket, (unanswered.get(socket) ?? 0) + 1);
-    res.once('finish', () => {
-      const left = (unanswered.get(socket) ?? 1) - 1;
-      unanswered.set(socket, left);
-      if (closing && left === 0) socket.destroySoon();
-    });
+  // One shared listener, not a closure per request: res.req.socket outlives the response.
+  function answered(this: ServerResponse): void {
+    const socket = this.req.socket;
+    const left = (unanswered.get(socket) ?? 1) - 1;
+    unanswered.set(socket, left);
+    if (closing && left === 0) socket.destroySoon();
+  }
+  app.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    unanswered.set(req.socket, (unanswered.get(req.socket) ?? 0) + 1);
+    res.on('finish', answered);
   });
   app.addHook('preClose', async () => {
     closing = true;
@@ -34,4 +38,5 @@ export function registerShutdown(app: FastifyInstance): void {
     if (closing && unanswered.get(request.raw.socket) === 1) reply.header('connection', 'close');
     done(null, payload);
   });
+  return () => closing;
 }

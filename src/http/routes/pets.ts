@@ -42,11 +42,36 @@ const deprecationHeaders = {
   },
 };
 
+/**
+ * What the pet routes share with the GET /v1/pets/{petId} fast path (src/http/fast-path.ts):
+ * the bytes of shared (frozen) pages and pets, serialized once by each route's response
+ * schema (a caching store hands out the same objects for the same query), and getPet's
+ * deprecated-call counter per account.
+ */
+export function createPetWire(metrics: Metrics) {
+  const deprecatedCallCounters = new Map<string, { inc(): void }>();
+  return {
+    pages: new WeakMap<PetPage, { body: string; link: string | undefined }>(),
+    pets: new WeakMap<Pet, string>(),
+    deprecatedCallsOf(account: string): { inc(): void } {
+      let counter = deprecatedCallCounters.get(account);
+      if (!counter) {
+        counter = metrics.deprecatedCallsOf('getPet', account);
+        deprecatedCallCounters.set(account, counter);
+      }
+      return counter;
+    },
+  };
+}
+
+export type PetWire = ReturnType<typeof createPetWire>;
+
 export interface PetRoutesOptions {
   services: Services;
   clock: Clock;
   rateLimiter: RateLimiter;
   metrics: Metrics;
+  wire: PetWire;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -61,21 +86,8 @@ function sendSerialized(reply: FastifyReply, body: string): FastifyReply {
   return reply.type(JSON_TYPE).send(body);
 }
 
-export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { services, clock, rateLimiter, metrics }) => {
-  // What goes on the wire for a shared (frozen) page or pet, serialized once by the route's
-  // response schema: a caching store hands out the same objects for the same query.
-  const pageWire = new WeakMap<PetPage, { body: string; link: string | undefined }>();
-  const petWire = new WeakMap<Pet, string>();
-  // The counter's child per account, so a call does not hash the label set each time.
-  const deprecatedCallCounters = new Map<string, { inc(): void }>();
-  const deprecatedCallsOf = (account: string) => {
-    let counter = deprecatedCallCounters.get(account);
-    if (!counter) {
-      counter = metrics.deprecatedCalls.labels({ operation: 'getPet', account_id: account });
-      deprecatedCallCounters.set(account, counter);
-    }
-    return counter;
-  };
+export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { services, clock, rateLimiter, metrics, wire }) => {
+  const { pages: pageWire, pets: petWire, deprecatedCallsOf } = wire;
 
   // Order matters: who is calling, then whether they may call now, then everything else.
   app.addHook('onRequest', createAuthHook(services.apiKeys));

@@ -1,0 +1,104 @@
+// GET /v1/pets/{petId}, answered before Fastify when the whole answer is already in memory.
+//
+// Fastify's request machinery (request and reply objects, router, hook chain, serializer
+// lookup) costs more than everything this route does itself (issue 5's profile). So the
+// commonest case, a valid cached key asking for a cached pet with tokens left in its bucket,
+// is answered here with the same bytes and headers the route sends. Every other request, and
+// every error, goes to Fastify unchanged: there is one error model and one validation path,
+// and this code only ever answers 200. test/http/fast-path.test.ts checks that both paths
+// send the same response.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Clock } from '../clock.js';
+import type { Services } from '../services/index.js';
+import type { RateLimiter } from '../services/rate-limit.js';
+import { GET_PET_SUNSET_AT, getPetDeprecationHeaders } from './deprecation.js';
+import { parseBearer } from './plugins/auth.js';
+import type { ResponseRecorder } from './plugins/metrics.js';
+import { rateLimitHeaderValues } from './plugins/rate-limit.js';
+import type { PetWire } from './routes/pets.js';
+
+export interface GetPetFastPathDeps {
+  services: Services;
+  rateLimiter: RateLimiter;
+  clock: Clock;
+  wire: PetWire;
+  record: ResponseRecorder;
+  /** Counts the requests this path answered (petstore_fast_path_responses_total). */
+  answered: { count: number };
+  /** The request id to use given the client's X-Request-Id (or its absence). */
+  requestId: (given: string | undefined) => string;
+  /** True when Fastify's path must answer: shutting down, or a request log line is due. */
+  bypass: () => boolean;
+}
+
+const PREFIX = '/v1/pets/';
+// The canonical form of the route's petId (an integer from 1 to 2^53 - 1); anything else,
+// a query string included, is Fastify's to validate or refuse.
+const CANONICAL_ID = /^[1-9][0-9]{0,15}$/;
+const ROUTE = '/v1/pets/:petId';
+
+/** Returns a handler that answers and returns true, or returns false having done nothing. */
+export function createGetPetFastPath(deps: GetPetFastPathDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const { services, rateLimiter: limiter, clock, wire, record, answered, requestId, bypass } = deps;
+  const { takeNow } = limiter;
+  if (!takeNow) return () => false;
+  const rateLimit = rateLimitHeaderValues(limiter);
+  const recordOk = record.fixed('GET', ROUTE, 200);
+  const deprecation = getPetDeprecationHeaders;
+
+  return function getPetFastPath(req, res) {
+    const url = req.url;
+    if (req.method !== 'GET' || url === undefined || !url.startsWith(PREFIX)) return false;
+    const idText = url.slice(PREFIX.length);
+    if (!CANONICAL_ID.test(idText)) return false;
+    const id = Number(idText);
+    if (!Number.isSafeInteger(id) || bypass() || clock.now() >= GET_PET_SUNSET_AT) return false;
+    // The raw header list, not req.headers, which Node builds on first use. A body on a GET
+    // is Fastify's to drain; a repeated header is Fastify's to interpret.
+    let authorization: string | undefined;
+    let givenRequestId: string | undefined;
+    const raw = req.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!.toLowerCase();
+      if (name === 'authorization') {
+        if (authorization !== undefined) return false;
+        authorization = raw[i + 1];
+      } else if (name === 'x-request-id') {
+        if (givenRequestId !== undefined) return false;
+        givenRequestId = raw[i + 1];
+      } else if (name === 'content-length' || name === 'transfer-encoding') {
+        return false;
+      }
+    }
+    const start = performance.now();
+    const token = parseBearer(authorization);
+    const auth = token === undefined ? undefined : services.apiKeys.authenticateCached(token);
+    if (!auth) return false;
+    const pet = services.pets.getCached(auth.accountId, id);
+    const body = pet && wire.pets.get(pet);
+    if (body === undefined) return false;
+    // A refusal takes no token, so Fastify's hook, asking again, refuses it too (429).
+    const decision = takeNow.call(limiter, auth.keyId);
+    if (!decision.allowed) return false;
+    wire.deprecatedCallsOf(auth.accountId).inc();
+    // The same headers, in the same order, as the route's hooks set them.
+    res.writeHead(200, [
+      'x-request-id', requestId(givenRequestId),
+      'x-content-type-options', 'nosniff',
+      'cache-control', 'no-store',
+      'ratelimit-policy', rateLimit.policy,
+      'ratelimit', rateLimit.of(decision),
+      'content-type', 'application/json; charset=utf-8',
+      'deprecation', deprecation.deprecation,
+      'sunset', deprecation.sunset,
+      'link', deprecation.link,
+      'content-length', String(Buffer.byteLength(body)),
+    ]);
+    // write then end: one write(2) of head and body; end(body) would cork and writev the two.
+    res.write(body);
+    res.end();
+    recordOk(performance.now() - start);
+    answered.count++;
+    return true;
+  };
+}

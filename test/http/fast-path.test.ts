@@ -1,0 +1,174 @@
+// The GET /v1/pets/{petId} fast path (src/http/fast-path.ts) must be invisible: for every
+// request, an app with it answers exactly what an app without it answers, and anything it
+// cannot answer from memory (errors, odd requests, shutdown, the sunset) is left to Fastify.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { fixedClock } from '../../src/clock.js';
+import { GET_PET_SUNSET_AT } from '../../src/http/deprecation.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { sqliteBackend } from '../helpers/backends.js';
+import { send, type WireResponse } from '../helpers/wire.js';
+
+const QUIET = { PETSTORE_LOG_LEVEL: 'warn' };
+
+async function fastPathAnswers(app: TestApp): Promise<number> {
+  const text = await (await fetch(`${app.url}/metrics`)).text();
+  const match = /^petstore_fast_path_responses_total (\d+)$/m.exec(text);
+  assert.ok(match, 'the fast path counter is exposed');
+  return Number(match[1]);
+}
+
+function get(app: TestApp, target: string, headers: Array<[string, string]> = [], body?: string): Promise<WireResponse> {
+  return send(app.url, { method: 'GET', target, headers, body: body === undefined ? undefined : Buffer.from(body) });
+}
+
+/** What must be identical between the two paths: all but the per-request values. */
+function comparable(res: WireResponse, keepRequestId: boolean) {
+  const { date: _date, ratelimit, 'x-request-id': requestId, ...headers } = res.headers;
+  if (ratelimit !== undefined) assert.match(ratelimit, /^"default";r=\d+;t=\d+$/);
+  return { status: res.status, headers, text: res.text, ...(keepRequestId ? { requestId } : {}) };
+}
+
+describe('GET /v1/pets/{petId} fast path', () => {
+  test('when the same requests go to an app with the fast path and one without, then every answer is the same, and the fast path answered the cacheable ones', async (t) => {
+    const database = await sqliteBackend.createDatabase();
+    t.after(() => database.drop());
+    const fast = await startApp(t, { databaseUrl: database.url, env: QUIET });
+    const slow = await startApp(t, { databaseUrl: database.url, env: { ...QUIET, PETSTORE_FAST_PATH: 'false' } });
+    const { key } = await fast.createAccount('Owner');
+    const { key: otherKey } = await fast.createAccount('Someone else');
+    const created = await fast.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1, status: 'available' } });
+    const theirs = await fast.request('POST', '/v1/pets', { key: otherKey, body: { name: 'Not yours', categoryId: 2 } });
+    const id = (created.body as { id: number }).id;
+    const otherId = (theirs.body as { id: number }).id;
+    const auth: [string, string] = ['Authorization', `Bearer ${key}`];
+
+    const cases: Array<{ name: string; target: string; headers?: Array<[string, string]>; body?: string; keepRequestId?: boolean }> = [
+      { name: 'first read (fills the caches)', target: `/v1/pets/${id}`, headers: [auth] },
+      { name: 'cached read', target: `/v1/pets/${id}`, headers: [auth] },
+      { name: 'client request id', target: `/v1/pets/${id}`, headers: [auth, ['X-Request-Id', 'trace-42']], keepRequestId: true },
+      { name: 'key-shaped request id', target: `/v1/pets/${id}`, headers: [auth, ['X-Request-Id', `${key}`]] },
+      { name: 'lower-case scheme, extra spaces', target: `/v1/pets/${id}`, headers: [['authorization', `bearer   ${key} `]] },
+      { name: 'Authorization twice', target: `/v1/pets/${id}`, headers: [auth, ['Authorization', 'Bearer psk_live_nope']] },
+      { name: 'leading zero', target: `/v1/pets/0${id}`, headers: [auth] },
+      { name: 'query string', target: `/v1/pets/${id}?x=1`, headers: [auth] },
+      { name: 'zero', target: '/v1/pets/0', headers: [auth] },
+      { name: 'beyond 2^53 - 1', target: '/v1/pets/9007199254740992', headers: [auth] },
+      { name: 'not a number', target: '/v1/pets/rex', headers: [auth] },
+      { name: "another account's pet", target: `/v1/pets/${otherId}`, headers: [auth] },
+      { name: 'missing pet', target: `/v1/pets/${otherId + 1000}`, headers: [auth] },
+      { name: 'missing pet again', target: `/v1/pets/${otherId + 1000}`, headers: [auth] },
+      { name: 'no key', target: `/v1/pets/${id}` },
+      { name: 'unknown key', target: `/v1/pets/${id}`, headers: [['Authorization', 'Bearer psk_live_000000000000000000000000000000']] },
+      { name: 'a body on a GET', target: `/v1/pets/${id}`, headers: [auth, ['Content-Type', 'application/json']], body: '{}' },
+    ];
+    let served = 0;
+    for (const c of cases) {
+      const a = await get(fast, c.target, c.headers, c.body);
+      const b = await get(slow, c.target, c.headers, c.body);
+      assert.deepEqual(comparable(a, c.keepRequestId ?? false), comparable(b, c.keepRequestId ?? false), c.name);
+      if (a.status === 200) served++;
+    }
+    assert.equal(served, 8, 'the requests for an own pet with a valid key');
+    // From memory: the cached read, both request ids and the lower-case scheme. Fastify had
+    // the first read (nothing cached yet), the repeated header, the leading zero and the body.
+    assert.equal(await fastPathAnswers(fast), 4);
+    assert.equal(await fastPathAnswers(slow), 0);
+
+    const head = await send(fast.url, { method: 'HEAD', target: `/v1/pets/${id}`, headers: [auth] });
+    assert.equal(head.status, 200);
+    assert.equal(await fastPathAnswers(fast), 4, 'HEAD is left to Fastify');
+  });
+
+  test('when another process revokes a key the fast path has served, then the next request is refused with 401 unauthorized', async (t) => {
+    const database = await sqliteBackend.createDatabase();
+    t.after(() => database.drop());
+    const fast = await startApp(t, { databaseUrl: database.url, env: QUIET });
+    const operator = await startApp(t, { databaseUrl: database.url, env: QUIET });
+    const { key, keyId } = await fast.createAccount();
+    const id = ((await fast.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } })).body as { id: number }).id;
+    for (let i = 0; i < 3; i++) assert.equal((await fast.request('GET', `/v1/pets/${id}`, { key })).status, 200);
+    assert.equal(await fastPathAnswers(fast), 2);
+
+    await operator.services.apiKeys.revoke(keyId);
+    const refused = await fast.request('GET', `/v1/pets/${id}`, { key });
+    assert.equal(refused.status, 401);
+    assert.equal((refused.body as { code: string }).code, 'unauthorized');
+    assert.equal(await fastPathAnswers(fast), 2);
+  });
+
+  test('when another process changes a pet the fast path has served, then the next request sees the change', async (t) => {
+    const database = await sqliteBackend.createDatabase();
+    t.after(() => database.drop());
+    const fast = await startApp(t, { databaseUrl: database.url, env: QUIET });
+    const { key } = await fast.createAccount();
+    const id = ((await fast.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } })).body as { id: number }).id;
+    for (let i = 0; i < 2; i++) assert.equal((await fast.request('GET', `/v1/pets/${id}`, { key })).status, 200);
+    assert.equal(await fastPathAnswers(fast), 1);
+
+    const { default: Database } = await import('better-sqlite3');
+    const operator = new Database(database.url.replace(/^file:/, ''));
+    operator.prepare("UPDATE pets SET name = 'Renamed' WHERE id = ?").run(id);
+    const renamed = await fast.request('GET', `/v1/pets/${id}`, { key });
+    assert.equal((renamed.body as { name: string }).name, 'Renamed');
+    operator.prepare('DELETE FROM pets WHERE id = ?').run(id);
+    operator.close();
+    const gone = await fast.request('GET', `/v1/pets/${id}`, { key });
+    assert.equal(gone.status, 404);
+    assert.equal((gone.body as { code: string }).code, 'not_found');
+  });
+
+  test('when the bucket runs empty, then the request is refused with 429 rate_limited, and the fast path took no token of its own', async (t) => {
+    const app = await startApp(t, { env: { ...QUIET, PETSTORE_RATE_LIMIT_PER_SECOND: '1', PETSTORE_RATE_LIMIT_BURST: '3' } });
+    const { key } = await app.createAccount();
+    const id = ((await app.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } })).body as { id: number }).id;
+    const first = await app.request('GET', `/v1/pets/${id}`, { key });
+    const second = await app.request('GET', `/v1/pets/${id}`, { key });
+    assert.equal(first.status, 200);
+    assert.equal(second.status, 200);
+    assert.equal(second.headers.get('ratelimit'), '"default";r=0;t=3', 'POST, first read, second read: three tokens');
+    assert.equal(await fastPathAnswers(app), 1);
+
+    const refused = await app.request('GET', `/v1/pets/${id}`, { key });
+    assert.equal(refused.status, 429);
+    assert.equal((refused.body as { code: string }).code, 'rate_limited');
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+    assert.equal(await fastPathAnswers(app), 1);
+  });
+
+  test('when the clock reaches the sunset, then cached pets answer 410 gone like the rest', async (t) => {
+    const clock = fixedClock(GET_PET_SUNSET_AT - 1000);
+    const app = await startApp(t, { clock, env: QUIET });
+    const { key } = await app.createAccount();
+    const id = ((await app.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } })).body as { id: number }).id;
+    for (let i = 0; i < 2; i++) assert.equal((await app.request('GET', `/v1/pets/${id}`, { key })).status, 200);
+    assert.equal(await fastPathAnswers(app), 1);
+
+    clock.set(GET_PET_SUNSET_AT);
+    const gone = await app.request('GET', `/v1/pets/${id}`, { key });
+    assert.equal(gone.status, 410);
+    assert.equal((gone.body as { code: string }).code, 'gone');
+  });
+
+  test('when the log level writes a line per request, then the fast path steps aside and every request is logged', async (t) => {
+    const app = await startApp(t, { env: { PETSTORE_LOG_LEVEL: 'info' } });
+    const { key } = await app.createAccount();
+    const id = ((await app.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } })).body as { id: number }).id;
+    for (let i = 0; i < 3; i++) assert.equal((await app.request('GET', `/v1/pets/${id}`, { key })).status, 200);
+    assert.equal(await fastPathAnswers(app), 0);
+    const logged = app.logs.filter((line) => line.includes('"request completed"') && line.includes(`"url":"/v1/pets/${id}"`));
+    assert.equal(logged.length, 3);
+  });
+
+  test('when the fast path answers, then /metrics counts those requests in the latency histogram and the deprecated calls of the account', async (t) => {
+    const app = await startApp(t, { env: QUIET });
+    const { key, accountId } = await app.createAccount();
+    const id = ((await app.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } })).body as { id: number }).id;
+    for (let i = 0; i < 5; i++) assert.equal((await app.request('GET', `/v1/pets/${id}`, { key })).status, 200);
+    assert.equal(await fastPathAnswers(app), 4);
+    const text = await (await fetch(`${app.url}/metrics`)).text();
+    assert.match(text, /^petstore_http_request_duration_seconds_count\{method="GET",route="\/v1\/pets\/:petId",status="200"\} 5$/m);
+    assert.match(text, /^petstore_http_requests_total\{method="GET",route="\/v1\/pets\/:petId",status="200"\} 5$/m);
+    assert.match(text, new RegExp(`^petstore_deprecated_calls_total\\{operation="getPet",account_id="${accountId}"\\} 5$`, 'm'));
+  });
+});
