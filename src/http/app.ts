@@ -11,7 +11,7 @@ import { InvalidJsonError, InvalidRequestError, MethodNotAllowedError } from '..
 import { sharedSchemas } from '../schemas/index.js';
 import { createServices, type Services } from '../services/index.js';
 import type { Store } from '../store/types.js';
-import { lazyChildLoggerFactory, writesAt } from '../logger.js';
+import { lazyChildLoggerFactory } from '../logger.js';
 import { createGetPetFastPath } from './fast-path.js';
 import { clientErrorHandler, frameworkErrorHandler, rawErrorReply, registerErrorHandling } from './plugins/errors.js';
 import { createMetrics, registerMetrics } from './plugins/metrics.js';
@@ -212,8 +212,8 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
       record,
       answered: metrics.fastPathAnswered,
       requestId,
-      // The per-request log line is written by Fastify's onResponse hook.
-      bypass: () => closing() || writesAt(app.log, 'info'),
+      closing,
+      log: app.log,
     });
   }
 

@@ -5,10 +5,12 @@
 // commonest case, a valid cached key asking for a cached pet with tokens left in its bucket,
 // is answered here with the same bytes and headers the route sends. Every other request, and
 // every error, goes to Fastify unchanged: there is one error model and one validation path,
-// and this code only ever answers 200. test/http/fast-path.test.ts checks that both paths
-// send the same response.
+// and this code only ever answers 200, logged as Fastify's onResponse hook logs it.
+// test/http/fast-path.test.ts checks that both paths send the same response and log line.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
+import { writesAt } from '../logger.js';
 import type { Services } from '../services/index.js';
 import type { RateLimiter } from '../services/rate-limit.js';
 import { GET_PET_SUNSET_AT, getPetDeprecationHeaders } from './deprecation.js';
@@ -27,8 +29,10 @@ export interface GetPetFastPathDeps {
   answered: { count: number };
   /** The request id to use given the client's X-Request-Id (or its absence). */
   requestId: (given: string | undefined) => string;
-  /** True when Fastify's path must answer: shutting down, or a request log line is due. */
-  bypass: () => boolean;
+  /** True while shutting down: Fastify's hooks refuse new requests and close connections. */
+  closing: () => boolean;
+  /** Fastify's logger: its serializers shape the per-request line like the onResponse hook's. */
+  log: FastifyBaseLogger;
 }
 
 const PREFIX = '/v1/pets/';
@@ -37,9 +41,19 @@ const PREFIX = '/v1/pets/';
 const CANONICAL_ID = /^[1-9][0-9]{0,15}$/;
 const ROUTE = '/v1/pets/:petId';
 
+/**
+ * The onResponse hook's "request completed" line, through the same logger and serializers:
+ * `req` carries the fields Fastify's request serializer reads, taken as Fastify takes them.
+ */
+function logCompleted(log: FastifyBaseLogger, reqId: string, req: IncomingMessage, responseTime: number): void {
+  const headers = req.headers;
+  const request = { method: req.method, url: req.url, headers, host: headers.host ?? headers[':authority'] ?? '', ip: req.socket.remoteAddress, socket: req.socket };
+  log.info({ reqId, req: request, res: { statusCode: 200 }, responseTime }, 'request completed');
+}
+
 /** Returns a handler that answers and returns true, or returns false having done nothing. */
 export function createGetPetFastPath(deps: GetPetFastPathDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { services, rateLimiter: limiter, clock, wire, record, answered, requestId, bypass } = deps;
+  const { services, rateLimiter: limiter, clock, wire, record, answered, requestId, closing, log } = deps;
   const { takeNow } = limiter;
   if (!takeNow) return () => false;
   const rateLimit = rateLimitHeaderValues(limiter);
@@ -52,7 +66,7 @@ export function createGetPetFastPath(deps: GetPetFastPathDeps): (req: IncomingMe
     const idText = url.slice(PREFIX.length);
     if (!CANONICAL_ID.test(idText)) return false;
     const id = Number(idText);
-    if (!Number.isSafeInteger(id) || bypass() || clock.now() >= GET_PET_SUNSET_AT) return false;
+    if (!Number.isSafeInteger(id) || closing() || clock.now() >= GET_PET_SUNSET_AT) return false;
     // The raw header list, not req.headers, which Node builds on first use. A body on a GET
     // is Fastify's to drain; a repeated header is Fastify's to interpret.
     let authorization: string | undefined;
@@ -80,10 +94,11 @@ export function createGetPetFastPath(deps: GetPetFastPathDeps): (req: IncomingMe
     // A refusal takes no token, so Fastify's hook, asking again, refuses it too (429).
     const decision = takeNow.call(limiter, auth.keyId);
     if (!decision.allowed) return false;
+    const reqId = requestId(givenRequestId);
     wire.deprecatedCallsOf(auth.accountId).inc();
     // The same headers, in the same order, as the route's hooks set them.
     res.writeHead(200, [
-      'x-request-id', requestId(givenRequestId),
+      'x-request-id', reqId,
       'x-content-type-options', 'nosniff',
       'cache-control', 'no-store',
       'ratelimit-policy', rateLimit.policy,
@@ -97,8 +112,10 @@ export function createGetPetFastPath(deps: GetPetFastPathDeps): (req: IncomingMe
     // write then end: one write(2) of head and body; end(body) would cork and writev the two.
     res.write(body);
     res.end();
-    recordOk(performance.now() - start);
+    const ms = performance.now() - start;
+    recordOk(ms);
     answered.count++;
+    if (writesAt(log, 'info')) logCompleted(log, reqId, req, ms);
     return true;
   };
 }

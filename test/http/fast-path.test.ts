@@ -150,14 +150,26 @@ describe('GET /v1/pets/{petId} fast path', () => {
     assert.equal((gone.body as { code: string }).code, 'gone');
   });
 
-  test('when the log level writes a line per request, then the fast path steps aside and every request is logged', async (t) => {
+  test('when the log level is info, then the fast path logs each request with the same line as Fastify\'s hook', async (t) => {
     const app = await startApp(t, { env: { PETSTORE_LOG_LEVEL: 'info' } });
     const { key } = await app.createAccount();
     const id = ((await app.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } })).body as { id: number }).id;
-    for (let i = 0; i < 3; i++) assert.equal((await app.request('GET', `/v1/pets/${id}`, { key })).status, 200);
-    assert.equal(await fastPathAnswers(app), 0);
-    const logged = app.logs.filter((line) => line.includes('"request completed"') && line.includes(`"url":"/v1/pets/${id}"`));
-    assert.equal(logged.length, 3);
+    for (const trace of ['by-fastify', 'by-fast-path']) {
+      assert.equal((await app.request('GET', `/v1/pets/${id}`, { key, headers: { 'x-request-id': trace } })).status, 200);
+    }
+    assert.equal(await fastPathAnswers(app), 1);
+    const lines = app.logs
+      .map((line) => JSON.parse(line) as Record<string, unknown> & { req?: Record<string, unknown> })
+      .filter((line) => line.msg === 'request completed' && line.req?.url === `/v1/pets/${id}`);
+    assert.deepEqual(lines.map((line) => line.reqId), ['by-fastify', 'by-fast-path']);
+    const shape = ({ time: _time, reqId: _reqId, responseTime, req, ...rest }: Record<string, unknown> & { req?: Record<string, unknown> }) => {
+      assert.equal(typeof responseTime, 'number');
+      const { remotePort, ...request } = req ?? {};
+      assert.equal(typeof remotePort, 'number');
+      return { ...rest, req: request };
+    };
+    assert.deepEqual(shape(lines[1]!), shape(lines[0]!));
+    assert.deepEqual(Object.keys(lines[1]!), Object.keys(lines[0]!), 'same fields, same order');
   });
 
   test('when the fast path answers, then /metrics counts those requests in the latency histogram and the deprecated calls of the account', async (t) => {
