@@ -9,12 +9,6 @@ import { test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { createChangeCheck } from '../src/store/sqlite/change-check.js';
 
-function walDatabase(t: TestContext): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'petstore-change-check-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return path.join(dir, 'test.db');
-}
-
 function open(t: TestContext, file: string): Database.Database {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
@@ -23,22 +17,27 @@ function open(t: TestContext, file: string): Database.Database {
   return db;
 }
 
-test('when nothing is committed, then the answer stays the same and comes from the header alone', (t) => {
-  const file = walDatabase(t);
+/** A WAL database file with two connections: `db`, which the check watches, and `other`. */
+function fixture(t: TestContext) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'petstore-change-check-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'test.db');
   const db = open(t, file);
+  const other = open(t, file);
   const check = createChangeCheck(db, file);
   t.after(() => check.close());
+  return { db, other, check };
+}
+
+test('when nothing is committed, then the answer stays the same and comes from the header alone', (t) => {
+  const { check } = fixture(t);
   const first = check.current();
   for (let i = 0; i < 5; i++) assert.equal(check.current(), first);
   assert.deepEqual(check.stats, { header: 5, pragma: 1 });
 });
 
 test('when another connection commits, then the answer changes on the next call', (t) => {
-  const file = walDatabase(t);
-  const db = open(t, file);
-  const other = open(t, file);
-  const check = createChangeCheck(db, file);
-  t.after(() => check.close());
+  const { db, other, check } = fixture(t);
   const before = check.current();
   other.prepare('INSERT INTO t (v) VALUES (1)').run();
   const after = check.current();
@@ -49,10 +48,7 @@ test('when another connection commits, then the answer changes on the next call'
 });
 
 test('when this connection commits, then the answer stays the same (data_version ignores own commits), after one look at data_version', (t) => {
-  const file = walDatabase(t);
-  const db = open(t, file);
-  const check = createChangeCheck(db, file);
-  t.after(() => check.close());
+  const { db, check } = fixture(t);
   const before = check.current();
   db.prepare('INSERT INTO t (v) VALUES (1)').run();
   assert.equal(check.current(), before);
@@ -62,11 +58,7 @@ test('when this connection commits, then the answer stays the same (data_version
 });
 
 test('when another connection commits many times, then no commit is missed', (t) => {
-  const file = walDatabase(t);
-  const db = open(t, file);
-  const other = open(t, file);
-  const check = createChangeCheck(db, file);
-  t.after(() => check.close());
+  const { db, other, check } = fixture(t);
   let last = check.current();
   for (let i = 0; i < 50; i++) {
     other.prepare('INSERT INTO t (v) VALUES (?)').run(i);
