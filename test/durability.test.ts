@@ -15,7 +15,7 @@ import { StoreUnavailableError } from '../src/errors.js';
 import type { NewPet, Pet } from '../src/schemas/index.js';
 import { createStore } from '../src/store/index.js';
 import { backends } from './helpers/backends.js';
-import { checkStoreIntegrity, createFixture, type Exit, type Sent, type ServerChild, startLoad, startServer, verifyPets } from './helpers/durability.js';
+import { checkStoreIntegrity, createFixture, type Exit, killAndDrop, type Sent, type ServerChild, startLoad, startServer, verifyPets } from './helpers/durability.js';
 
 const ROUNDS = 3;
 const CONCURRENCY = 32;
@@ -103,11 +103,7 @@ describe('SIGKILL under write load', { concurrency: true }, () => {
     it(`${backend.name}: when the server is killed mid-load ${ROUNDS} times, then every acknowledged pet is stored exactly as returned and the store is intact`, { timeout: 60_000 }, async (t) => {
       const fixture = await createFixture(backend);
       let server: ServerChild | undefined;
-      t.after(async () => {
-        server?.kill('SIGKILL');
-        await server?.exited;
-        await fixture.drop();
-      });
+      t.after(() => killAndDrop(fixture, server));
       const sent = new Map<string, Sent>();
       server = await startServer(fixture.env);
       let acknowledgedTotal = 0;

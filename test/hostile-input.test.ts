@@ -2,7 +2,7 @@
 // answering afterwards. Also the headers every response must carry (nosniff, no-store).
 import assert from 'node:assert/strict';
 import { afterEach, before, describe, test } from 'node:test';
-import { sharedApp, startApp, type TestApp } from './helpers/app.js';
+import { sharedApp, sharedAppWithKey, startApp, type TestApp } from './helpers/app.js';
 import { exchangeRaw, NoResponseError, openSocket, parseRawResponse, send, sendRaw, sleep, type WireResponse } from './helpers/wire.js';
 
 type ErrorBody = { code: string; message: string; status: number };
@@ -35,13 +35,10 @@ const post = (app: TestApp, key: string, body: Uint8Array | string, extra: Array
   send(app.url, { method: 'POST', target: '/v1/pets', headers: [bearer(key), json, ...extra], body: typeof body === 'string' ? bytes(body) : body, chunked });
 
 describe('hostile bodies', () => {
-  const getApp = sharedApp();
+  const getApp = sharedAppWithKey();
   let app: TestApp;
   let key: string;
-  before(async () => {
-    app = await getApp();
-    ({ key } = await app.createAccount());
-  });
+  before(async () => ({ app, key } = await getApp()));
   // Whatever the request did, the server still answers everyone.
   afterEach(() => assertResponsive(app, key));
 
@@ -191,13 +188,10 @@ function exchangeParsed(raw: Buffer): WireResponse {
 }
 
 describe('hostile headers', () => {
-  const getApp = sharedApp();
+  const getApp = sharedAppWithKey();
   let app: TestApp;
   let key: string;
-  before(async () => {
-    app = await getApp();
-    ({ key } = await app.createAccount());
-  });
+  before(async () => ({ app, key } = await getApp()));
   // Whatever the request did, the server still answers everyone.
   afterEach(() => assertResponsive(app, key));
 
@@ -230,13 +224,10 @@ describe('hostile headers', () => {
 
 describe('slow clients', () => {
   // Requests must arrive within 1 s here; Node checks every second, so a slow client is cut off within about 2 s.
-  const getApp = sharedApp({ env: { PETSTORE_REQUEST_TIMEOUT_MS: '1000' } });
+  const getApp = sharedAppWithKey({ env: { PETSTORE_REQUEST_TIMEOUT_MS: '1000' } });
   let app: TestApp;
   let key: string;
-  before(async () => {
-    app = await getApp();
-    ({ key } = await app.createAccount());
-  });
+  before(async () => ({ app, key } = await getApp()));
 
   /** Sends `text` one byte every `intervalMs` until done or cut off; resolves with what came back. */
   async function trickle(prefix: string, text: string, intervalMs: number): Promise<{ received: Buffer; elapsed: number; sent: number }> {
@@ -339,13 +330,12 @@ describe('1 000 concurrent connections', () => {
 });
 
 describe('response headers', () => {
-  const getApp = sharedApp({ env: { PETSTORE_RATE_LIMIT_PER_SECOND: '1', PETSTORE_RATE_LIMIT_BURST: '40' } });
+  const getApp = sharedAppWithKey({ env: { PETSTORE_RATE_LIMIT_PER_SECOND: '1', PETSTORE_RATE_LIMIT_BURST: '40' } });
   let app: TestApp;
   let key: string;
   let petId: number;
   before(async () => {
-    app = await getApp();
-    ({ key } = await app.createAccount());
+    ({ app, key } = await getApp());
     petId = ((await app.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } })).body as { id: number }).id;
   });
 
@@ -425,13 +415,10 @@ describe('response headers', () => {
 
 // Bugs found while writing these tests: each test states the promised behaviour and fails today.
 describe('known bugs', () => {
-  const getApp = sharedApp();
+  const getApp = sharedAppWithKey();
   let app: TestApp;
   let key: string;
-  before(async () => {
-    app = await getApp();
-    ({ key } = await app.createAccount());
-  });
+  before(async () => ({ app, key } = await getApp()));
 
   test(
     'when the path has malformed percent-encoding (/v1/pets/%zz, /v1/pets/%e0%80), then 400 invalid_request as an Error with nosniff and X-Request-Id',

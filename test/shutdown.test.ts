@@ -23,6 +23,7 @@ import {
   checkStoreIntegrity,
   createFixture,
   type Fixture,
+  killAndDrop,
   type Outcome,
   parseResponses,
   petFor,
@@ -93,11 +94,7 @@ for (const backend of backends) {
     it('when SIGTERM arrives under load, then every accepted request is answered in full, every 201 is kept, and the process exits 0 in time', { timeout: 60_000 }, async (t) => {
       const fixture = await createFixture(backend);
       let server: ServerChild | undefined;
-      t.after(async () => {
-        server?.kill('SIGKILL');
-        await server?.exited;
-        await fixture.drop();
-      });
+      t.after(() => killAndDrop(fixture, server));
       server = await startServer({ ...fixture.env, PETSTORE_SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) });
       const doc = (await (await fetch(`${server.url}/v1/openapi.json`)).json()) as OpenApiDocument;
       const check = createOpenApiChecker(doc);
@@ -197,11 +194,7 @@ for (const backend of backends) {
     it('when a request is pipelined behind one still in flight at SIGTERM, then the server answers both before closing the connection', { timeout: 30_000 }, async (t) => {
       const fixture = await createFixture(backend);
       let server: ServerChild | undefined;
-      t.after(async () => {
-        server?.kill('SIGKILL');
-        await server?.exited;
-        await fixture.drop();
-      });
+      t.after(() => killAndDrop(fixture, server));
       server = await startServer({ ...fixture.env, PETSTORE_SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) });
       const doc = (await (await fetch(`${server.url}/v1/openapi.json`)).json()) as OpenApiDocument;
       const names: [string, string] = [`${backend.name}-pipe-1`, `${backend.name}-pipe-2`];
@@ -249,9 +242,7 @@ for (const backend of backends) {
         const locker = new pg.Client({ connectionString: fixture.url });
         t.after(async () => {
           await locker.end().catch(() => {});
-          server?.kill('SIGKILL');
-          await server?.exited;
-          await fixture.drop();
+          await killAndDrop(fixture, server);
         });
         server = await startServer({ ...fixture.env, PETSTORE_SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) });
         await locker.connect();

@@ -34,6 +34,15 @@ async function migratedStore(t: TestContext, backend: Backend): Promise<Store> {
   return store;
 }
 
+/** A store for `databaseUrl` but reached at 127.0.0.1:port (a proxy, or nothing listening). */
+async function storeThroughPort(t: TestContext, backend: Backend, databaseUrl: string, port: number): Promise<Store> {
+  const url = new URL(databaseUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  const { store } = await openStore(t, backend, url.toString());
+  return store;
+}
+
 const uid = () => randomBytes(6).toString('hex');
 
 function newAccount(overrides: Partial<Account> = {}): Account {
@@ -55,6 +64,16 @@ function newKey(accountId: string, overrides: Partial<ApiKeyRecord> = {}): ApiKe
 
 async function withAccount(store: Store, overrides: Partial<Account> = {}): Promise<Account> {
   return store.createAccount(newAccount(overrides));
+}
+
+/** A migrated store and `count` new accounts in it: the setup most tests here start from. */
+async function storeWithAccounts(t: TestContext, backend: Backend, count: 1): Promise<[Store, Account]>;
+async function storeWithAccounts(t: TestContext, backend: Backend, count: 2): Promise<[Store, Account, Account]>;
+async function storeWithAccounts(t: TestContext, backend: Backend, count: number): Promise<[Store, ...Account[]]> {
+  const store = await migratedStore(t, backend);
+  const accounts: Account[] = [];
+  for (let i = 0; i < count; i++) accounts.push(await withAccount(store));
+  return [store, ...accounts];
 }
 
 const isUnavailable = (error: unknown) => error instanceof StoreUnavailableError;
@@ -176,8 +195,7 @@ for (const backend of backends) {
 
     describe('API keys', () => {
       it('when a key is created, then findApiKeyByHash returns the same record', async (t) => {
-        const store = await migratedStore(t, backend);
-        const account = await withAccount(store);
+        const [store, account] = await storeWithAccounts(t, backend, 1);
         const active = newKey(account.id, { environment: 'staging' });
         const revoked = newKey(account.id, { revokedAt: '2024-05-02T00:00:00.123Z' });
         assert.deepEqual(await store.createApiKey(active), active);
@@ -187,16 +205,13 @@ for (const backend of backends) {
       });
 
       it('when the hash is unknown, then findApiKeyByHash returns undefined', async (t) => {
-        const store = await migratedStore(t, backend);
-        const account = await withAccount(store);
+        const [store, account] = await storeWithAccounts(t, backend, 1);
         await store.createApiKey(newKey(account.id));
         assert.equal(await store.findApiKeyByHash('0'.repeat(64)), undefined);
       });
 
       it('when an account has several keys, then listApiKeys returns only its keys by createdAt then id (byte order)', async (t) => {
-        const store = await migratedStore(t, backend);
-        const account = await withAccount(store);
-        const other = await withAccount(store);
+        const [store, account, other] = await storeWithAccounts(t, backend, 2);
         const t1 = '2024-05-01T00:00:00.000Z';
         const t2 = '2024-05-01T00:00:00.001Z';
         const t3 = '2024-06-01T00:00:00.000Z';
@@ -217,8 +232,7 @@ for (const backend of backends) {
       });
 
       it('when a key is revoked twice, then it keeps the first revocation time', async (t) => {
-        const store = await migratedStore(t, backend);
-        const account = await withAccount(store);
+        const [store, account] = await storeWithAccounts(t, backend, 1);
         const key = await store.createApiKey(newKey(account.id));
         const first = '2024-05-02T10:00:00.000Z';
         const revoked = { ...key, revokedAt: first };
@@ -229,16 +243,14 @@ for (const backend of backends) {
       });
 
       it('when the key id is unknown, then revokeApiKey returns undefined', async (t) => {
-        const store = await migratedStore(t, backend);
-        const account = await withAccount(store);
+        const [store, account] = await storeWithAccounts(t, backend, 1);
         const key = await store.createApiKey(newKey(account.id));
         assert.equal(await store.revokeApiKey('key_unknown', T0), undefined);
         assert.deepEqual(await store.findApiKeyByHash(key.keyHash), key);
       });
 
       it('when a key has an environment outside the enum, then the store rejects it', async (t) => {
-        const store = await migratedStore(t, backend);
-        const account = await withAccount(store);
+        const [store, account] = await storeWithAccounts(t, backend, 1);
         const bad = { ...newKey(account.id), environment: 'development' } as unknown as ApiKeyRecord;
         await assert.rejects(store.createApiKey(bad), isConstraintError);
         assert.deepEqual(await store.listApiKeys(account.id), []);
@@ -247,9 +259,7 @@ for (const backend of backends) {
 
     describe('pets', () => {
       it('when pets are created on a fresh database, then ids are numbers starting at 1 and increasing', async (t) => {
-        const store = await migratedStore(t, backend);
-        const a = await withAccount(store);
-        const b = await withAccount(store);
+        const [store, a, b] = await storeWithAccounts(t, backend, 2);
         const ids: number[] = [];
         for (let i = 0; i < 5; i++) {
           ids.push((await store.createPet(i % 2 ? a.id : b.id, { name: `Pet ${i}`, categoryId: 1 }, T0)).id);
@@ -259,8 +269,7 @@ for (const backend of backends) {
       });
 
       it('when a pet has no status, then the status property is absent from every result', async (t) => {
-        const store = await migratedStore(t, backend);
-        const account = await withAccount(store);
+        const [store, account] = await storeWithAccounts(t, backend, 1);
         const created = await store.createPet(account.id, { name: 'Rex', categoryId: 3 }, T0);
         assert.deepEqual(created, { id: created.id, name: 'Rex', categoryId: 3 });
         assert.equal('status' in created, false);
@@ -275,8 +284,7 @@ for (const backend of backends) {
       });
 
       it('when a pet has a status, then createPet, getPet and listPets return it', async (t) => {
-        const store = await migratedStore(t, backend);
-        const account = await withAccount(store);
+        const [store, account] = await storeWithAccounts(t, backend, 1);
         for (const status of ['available', 'pending', 'sold'] as const) {
           const created = await store.createPet(account.id, { name: status, categoryId: 2, status }, T0);
           assert.deepEqual(created, { id: created.id, name: status, categoryId: 2, status });
@@ -286,8 +294,7 @@ for (const backend of backends) {
       });
 
       it('when a name uses Unicode and a category id is the largest safe integer, then both round-trip exactly', async (t) => {
-        const store = await migratedStore(t, backend);
-        const account = await withAccount(store);
+        const [store, account] = await storeWithAccounts(t, backend, 1);
         const names = [
           '👩‍👩‍👧‍👦 family',
           'Ærøskøbing',
@@ -314,9 +321,7 @@ for (const backend of backends) {
       });
 
       it("when an account asks for another account's pet or an unknown id, then getPet returns undefined", async (t) => {
-        const store = await migratedStore(t, backend);
-        const owner = await withAccount(store);
-        const stranger = await withAccount(store);
+        const [store, owner, stranger] = await storeWithAccounts(t, backend, 2);
         const pet = await store.createPet(owner.id, { name: 'Mine', categoryId: 1 }, T0);
         assert.deepEqual(await store.getPet(owner.id, pet.id), pet);
         assert.equal(await store.getPet(stranger.id, pet.id), undefined);
@@ -326,9 +331,7 @@ for (const backend of backends) {
       });
 
       it('when pets are listed, then they come in ascending id order, at most limit, for that account only', async (t) => {
-        const store = await migratedStore(t, backend);
-        const a = await withAccount(store);
-        const b = await withAccount(store);
+        const [store, a, b] = await storeWithAccounts(t, backend, 2);
         const mine: Pet[] = [];
         for (let i = 0; i < 6; i++) {
           mine.push(await store.createPet(a.id, { name: `A${i}`, categoryId: i + 1 }, T0));
@@ -341,9 +344,7 @@ for (const backend of backends) {
       });
 
       it('when a status filter is given, then listPets returns only pets with that status, in id order', async (t) => {
-        const store = await migratedStore(t, backend);
-        const account = await withAccount(store);
-        const other = await withAccount(store);
+        const [store, account, other] = await storeWithAccounts(t, backend, 2);
         const statuses: (PetStatus | undefined)[] = ['sold', undefined, 'available', 'sold', 'pending', undefined, 'sold'];
         const pets: Pet[] = [];
         for (const [i, status] of statuses.entries()) {
@@ -362,8 +363,7 @@ for (const backend of backends) {
       });
 
       it('when afterId is given, then listPets returns only pets with a greater id (keyset)', async (t) => {
-        const store = await migratedStore(t, backend);
-        const account = await withAccount(store);
+        const [store, account] = await storeWithAccounts(t, backend, 1);
         const pets: Pet[] = [];
         for (let i = 0; i < 5; i++) pets.push(await store.createPet(account.id, { name: `P${i}`, categoryId: 1, status: 'available' }, T0));
         const pivot = pets[1]!.id;
@@ -376,9 +376,7 @@ for (const backend of backends) {
       });
 
       it('when 1 000 pets are walked in pages of 7, then each is seen exactly once, in order', async (t) => {
-        const store = await migratedStore(t, backend);
-        const account = await withAccount(store);
-        const other = await withAccount(store);
+        const [store, account, other] = await storeWithAccounts(t, backend, 2);
         const statuses = [undefined, 'available', 'pending', 'sold'] as const;
         const pets: Pet[] = [];
         for (let i = 0; i < 1000; i++) {
@@ -394,8 +392,7 @@ for (const backend of backends) {
       });
 
       it('when a pet has a status outside the enum, then the store rejects it', async (t) => {
-        const store = await migratedStore(t, backend);
-        const account = await withAccount(store);
+        const [store, account] = await storeWithAccounts(t, backend, 1);
         const bad = { name: 'Bad', categoryId: 1, status: 'lost' } as unknown as NewPet;
         await assert.rejects(store.createPet(account.id, bad, T0), isConstraintError);
         assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10 }), []);
@@ -458,10 +455,7 @@ for (const backend of backends) {
 
         it('when nothing listens at the database address, then every method throws StoreUnavailableError quickly', async (t) => {
           const port = await freePort();
-          const url = new URL(postgresAdminUrl!);
-          url.hostname = '127.0.0.1';
-          url.port = String(port);
-          const { store } = await openStore(t, backend, url.toString());
+          const store = await storeThroughPort(t, backend, postgresAdminUrl!, port);
           const started = Date.now();
           await assert.rejects(store.ping(), isUnavailable);
           await assert.rejects(store.migrate(), isUnavailable);
@@ -481,10 +475,7 @@ for (const backend of backends) {
           });
           const port = await listen(server, 0);
           t.after(() => closeServer(server, held));
-          const url = new URL(postgresAdminUrl!);
-          url.hostname = '127.0.0.1';
-          url.port = String(port);
-          const { store } = await openStore(t, backend, url.toString());
+          const store = await storeThroughPort(t, backend, postgresAdminUrl!, port);
           const started = Date.now();
           await assert.rejects(store.ping(), isUnavailable);
           const elapsed = Date.now() - started;
@@ -497,10 +488,7 @@ for (const backend of backends) {
           const proxy = createProxy(target.hostname, Number(target.port || 5432));
           const port = await proxy.start(0);
           t.after(() => proxy.stop());
-          const url = new URL(database.url);
-          url.hostname = '127.0.0.1';
-          url.port = String(port);
-          const { store } = await openStore(t, backend, url.toString());
+          const store = await storeThroughPort(t, backend, database.url, port);
           await store.migrate();
           const account = await withAccount(store);
           await Promise.all(Array.from({ length: POOL_MAX }, () => store.getAccount(account.id)));

@@ -126,3 +126,15 @@ export function sharedApp(options: StartOptions = {}): () => Promise<TestApp> {
   });
   return () => (started ??= startApp({ after: (fn: () => unknown) => cleanups.push(fn) }, options));
 }
+
+/** sharedApp plus one account with a key, made once for the suite (call inside describe). */
+export function sharedAppWithKey(options: StartOptions = {}): () => Promise<{ app: TestApp; key: string }> {
+  const getApp = sharedApp(options);
+  let ready: Promise<{ app: TestApp; key: string }> | undefined;
+  return () =>
+    (ready ??= (async () => {
+      const app = await getApp();
+      const { key } = await app.createAccount();
+      return { app, key };
+    })());
+}

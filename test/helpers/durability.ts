@@ -142,6 +142,13 @@ export async function startServer(env: Record<string, string>): Promise<ServerCh
   };
 }
 
+/** A test's cleanup: SIGKILL the server still running, if any, then drop the fixture's database. */
+export async function killAndDrop(fixture: Fixture, server: ServerChild | undefined): Promise<void> {
+  server?.kill('SIGKILL');
+  await server?.exited;
+  await fixture.drop();
+}
+
 /** What the client saw for one request. */
 export type Outcome =
   | { kind: 'response'; status: number; contentType: string | null; connection: string | undefined; text: string; body: unknown }
