@@ -96,7 +96,8 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
     // A key pasted here by mistake would be echoed and logged on every line: never accept one.
     typeof given === 'string' && REQUEST_ID.test(given) && !KEY_SHAPED.test(given) ? given : newRequestId();
   // Set once the routes exist; until then every request goes to Fastify.
-  let fastPath: (req: IncomingMessage, res: ServerResponse) => boolean = () => false;
+  type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+  let fastPath: (req: IncomingMessage, res: ServerResponse, fallback: Handler) => boolean = () => false;
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: config.bodyLimit,
@@ -120,14 +121,8 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
           keepAliveTimeout: 72_000,
         },
         (req, res) => {
-          let answered = false;
-          try {
-            answered = fastPath(req, res);
-          } catch {
-            // It throws only before writing anything (a store failure, say): Fastify answers,
-            // with the error model, and its own try at the store.
-          }
-          if (!answered) handler(req, res);
+          // Requests the fast path takes, it answers or hands back to `handler` itself.
+          if (!fastPath(req, res, handler)) handler(req, res);
         },
       );
       // Unknown Expect values: RFC 9110 lets us ignore them and answer the request normally.

@@ -3,9 +3,10 @@
 // Fastify's request machinery (request and reply objects, router, hook chain, serializer
 // lookup) costs more than everything this route does itself (issue 5's profile). So the
 // commonest case, a valid cached key asking for a cached pet with tokens left in its bucket,
-// is answered here with the same bytes and headers the route sends. Every other request, and
-// every error, goes to Fastify unchanged: there is one error model and one validation path,
-// and this code only ever answers 200, logged as Fastify's onResponse hook logs it.
+// is answered here (in the same event-loop turn) with the same bytes and headers the route
+// sends. Every other request, and every error, goes to Fastify unchanged: there is one error
+// model and one validation path, and this code only ever answers 200, logged as Fastify's
+// onResponse hook logs it.
 // test/http/fast-path.test.ts checks that both paths send the same response and log line.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
@@ -51,16 +52,89 @@ function logCompleted(log: FastifyBaseLogger, reqId: string, req: IncomingMessag
   log.info({ reqId, req: request, res: { statusCode: 200 }, responseTime }, 'request completed');
 }
 
-/** Returns a handler that answers and returns true, or returns false having done nothing. */
-export function createGetPetFastPath(deps: GetPetFastPathDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+interface Pending {
+  req: IncomingMessage;
+  res: ServerResponse;
+  id: number;
+  authorization: string | undefined;
+  givenRequestId: string | undefined;
+  start: number;
+}
+
+/**
+ * Returns a handler that takes the request and returns true, or returns false having done
+ * nothing. A request it takes is answered in this event-loop turn's check phase, from
+ * memory, or handed to `fallback` (Fastify) there.
+ *
+ * Why wait for the check phase: the caches must reflect every commit made before a request
+ * arrived, so "has another process committed?" (one pread, see change-check.ts) must be
+ * asked after the request was read. Asked once after every socket read of this turn, it
+ * covers all of them, which is exact, and costs one pread per turn instead of per request.
+ */
+export function createGetPetFastPath(deps: GetPetFastPathDeps): (req: IncomingMessage, res: ServerResponse, fallback: Handler) => boolean {
   const { services, rateLimiter: limiter, clock, wire, record, answered, requestId, closing, log } = deps;
   const { takeNow } = limiter;
   if (!takeNow) return () => false;
   const rateLimit = rateLimitHeaderValues(limiter);
   const recordOk = record.fixed('GET', ROUTE, 200);
   const deprecation = getPetDeprecationHeaders;
+  let pending: Pending[] = [];
+  let fallbackOf: Handler = () => undefined;
 
-  return function getPetFastPath(req, res) {
+  /** Answers from memory and returns true, or returns false having written nothing. */
+  function answer({ req, res, id, authorization, givenRequestId, start }: Pending): boolean {
+    if (closing()) return false;
+    const token = parseBearer(authorization);
+    const auth = token === undefined ? undefined : services.apiKeys.authenticateCached(token);
+    if (!auth) return false;
+    const pet = services.pets.getCached(auth.accountId, id);
+    const body = pet && wire.pets.get(pet);
+    if (body === undefined) return false;
+    // A refusal takes no token, so Fastify's hook, asking again, refuses it too (429).
+    const decision = takeNow!.call(limiter, auth.keyId);
+    if (!decision.allowed) return false;
+    const reqId = requestId(givenRequestId);
+    wire.deprecatedCallsOf(auth.accountId).inc();
+    // The same headers, in the same order, as the route's hooks set them.
+    res.writeHead(200, [
+      'x-request-id', reqId,
+      'x-content-type-options', 'nosniff',
+      'cache-control', 'no-store',
+      'ratelimit-policy', rateLimit.policy,
+      'ratelimit', rateLimit.of(decision),
+      'content-type', 'application/json; charset=utf-8',
+      'deprecation', deprecation.deprecation,
+      'sunset', deprecation.sunset,
+      'link', deprecation.link,
+      'content-length', String(Buffer.byteLength(body)),
+    ]);
+    res.end(body);
+    const ms = performance.now() - start;
+    recordOk(ms);
+    answered.count++;
+    if (writesAt(log, 'info')) logCompleted(log, reqId, req, ms);
+    return true;
+  }
+
+  function flush(): void {
+    const batch = pending;
+    pending = [];
+    // One synchronous run: the store asks its change check once for the whole batch.
+    for (const item of batch) {
+      let done = false;
+      try {
+        done = answer(item);
+      } catch {
+        // Thrown before anything was written (a store failure, say): Fastify answers, with
+        // the error model and its own try at the store.
+      }
+      if (!done) fallbackOf(item.req, item.res);
+    }
+  }
+
+  return function getPetFastPath(req, res, fallback) {
     const url = req.url;
     if (req.method !== 'GET' || url === undefined || !url.startsWith(PREFIX)) return false;
     const idText = url.slice(PREFIX.length);
@@ -84,36 +158,9 @@ export function createGetPetFastPath(deps: GetPetFastPathDeps): (req: IncomingMe
         return false;
       }
     }
-    const start = performance.now();
-    const token = parseBearer(authorization);
-    const auth = token === undefined ? undefined : services.apiKeys.authenticateCached(token);
-    if (!auth) return false;
-    const pet = services.pets.getCached(auth.accountId, id);
-    const body = pet && wire.pets.get(pet);
-    if (body === undefined) return false;
-    // A refusal takes no token, so Fastify's hook, asking again, refuses it too (429).
-    const decision = takeNow.call(limiter, auth.keyId);
-    if (!decision.allowed) return false;
-    const reqId = requestId(givenRequestId);
-    wire.deprecatedCallsOf(auth.accountId).inc();
-    // The same headers, in the same order, as the route's hooks set them.
-    res.writeHead(200, [
-      'x-request-id', reqId,
-      'x-content-type-options', 'nosniff',
-      'cache-control', 'no-store',
-      'ratelimit-policy', rateLimit.policy,
-      'ratelimit', rateLimit.of(decision),
-      'content-type', 'application/json; charset=utf-8',
-      'deprecation', deprecation.deprecation,
-      'sunset', deprecation.sunset,
-      'link', deprecation.link,
-      'content-length', String(Buffer.byteLength(body)),
-    ]);
-    res.end(body);
-    const ms = performance.now() - start;
-    recordOk(ms);
-    answered.count++;
-    if (writesAt(log, 'info')) logCompleted(log, reqId, req, ms);
+    if (authorization === undefined) return false;
+    fallbackOf = fallback;
+    if (pending.push({ req, res, id, authorization, givenRequestId, start: performance.now() }) === 1) setImmediate(flush);
     return true;
   };
 }
