@@ -12,7 +12,7 @@ import { sharedSchemas } from '../schemas/index.js';
 import { createServices, type Services } from '../services/index.js';
 import type { Store } from '../store/types.js';
 import { lazyChildLoggerFactory } from '../logger.js';
-import { createGetPetFastPath } from './fast-path.js';
+import { createFastPath } from './fast-path.js';
 import { clientErrorHandler, frameworkErrorHandler, rawErrorReply, registerErrorHandling } from './plugins/errors.js';
 import { createMetrics, registerMetrics } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
@@ -199,7 +199,7 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
   const wire = createPetWire(metrics);
   await app.register(petRoutes, { services, clock, rateLimiter, metrics, wire });
   if (config.fastPath) {
-    fastPath = createGetPetFastPath({
+    fastPath = createFastPath({
       services,
       rateLimiter,
       clock,

@@ -1,10 +1,11 @@
-// GET /v1/pets/{petId}, answered before Fastify when the whole answer is already in memory.
+// GET /v1/pets and GET /v1/pets/{petId}, answered before Fastify when the whole answer is
+// already in memory.
 //
 // Fastify's request machinery (request and reply objects, router, hook chain, serializer
-// lookup) costs more than everything this route does itself (issue 5's profile). So the
-// commonest case, a valid cached key asking for a cached pet with tokens left in its bucket,
-// is answered here (in the same event-loop turn) with the same bytes and headers the route
-// sends. Every other request, and every error, goes to Fastify unchanged: there is one error
+// lookup) costs more than everything these routes do themselves (issue 5's profile). So the
+// commonest case, a valid cached key asking for a cached page or pet with tokens left in its
+// bucket, is answered here (in the same event-loop turn) with the same bytes and headers the
+// route sends. Every other request, and every error, goes to Fastify unchanged: there is one error
 // model and one validation path, and this code only ever answers 200, logged as Fastify's
 // onResponse hook logs it.
 // test/http/fast-path.test.ts checks that both paths send the same response and log line.
@@ -12,7 +13,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import { writesAt } from '../logger.js';
+import { PAGE_LIMIT_DEFAULT, PET_STATUSES, type PetStatus } from '../schemas/index.js';
 import type { Services } from '../services/index.js';
+import type { PageQuery } from '../services/pets.js';
 import type { RateLimiter } from '../services/rate-limit.js';
 import { GET_PET_SUNSET_AT, getPetDeprecationHeaders } from './deprecation.js';
 import { parseBearer } from './plugins/auth.js';
@@ -20,7 +23,7 @@ import type { ResponseRecorder } from './plugins/metrics.js';
 import { rateLimitHeaderValues } from './plugins/rate-limit.js';
 import type { PetWire } from './routes/pets.js';
 
-export interface GetPetFastPathDeps {
+export interface FastPathDeps {
   services: Services;
   rateLimiter: RateLimiter;
   clock: Clock;
@@ -36,11 +39,68 @@ export interface GetPetFastPathDeps {
   log: FastifyBaseLogger;
 }
 
-const PREFIX = '/v1/pets/';
-// The canonical form of the route's petId (an integer from 1 to 2^53 - 1); anything else,
-// a query string included, is Fastify's to validate or refuse.
+const PET_PREFIX = '/v1/pets/';
+const LIST_PATH = '/v1/pets';
+// Only the canonical spelling of each parameter (what our own Link headers and clients
+// send); anything else (percent-encoding, repeats, unknown names, a petId Fastify would
+// coerce) is Fastify's to validate or refuse.
 const CANONICAL_ID = /^[1-9][0-9]{0,15}$/;
-const ROUTE = '/v1/pets/:petId';
+const CANONICAL_LIMIT = /^[1-9][0-9]?$|^100$/;
+const STATUSES: ReadonlySet<string> = new Set<PetStatus>(PET_STATUSES);
+const CURSOR = /^[A-Za-z0-9_-]{1,512}$/;
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+type Taken = { kind: 'getPet'; id: number } | { kind: 'listPets'; query: PageQuery };
+
+interface Pending {
+  req: IncomingMessage;
+  res: ServerResponse;
+  taken: Taken;
+  authorization: string;
+  givenRequestId: string | undefined;
+  start: number;
+}
+
+/** The list query of a canonical `limit`/`status`/`cursor` query string, else undefined. */
+function listQuery(search: string): PageQuery | undefined {
+  const query: PageQuery = { limit: PAGE_LIMIT_DEFAULT };
+  let seen = 0;
+  for (const pair of search.split('&')) {
+    const eq = pair.indexOf('=');
+    const name = pair.slice(0, eq);
+    const value = pair.slice(eq + 1);
+    if (name === 'limit' && !(seen & 1) && CANONICAL_LIMIT.test(value)) {
+      query.limit = Number(value);
+      seen |= 1;
+    } else if (name === 'status' && !(seen & 2) && STATUSES.has(value)) {
+      query.status = value as PetStatus;
+      seen |= 2;
+    } else if (name === 'cursor' && !(seen & 4) && CURSOR.test(value)) {
+      query.cursor = value;
+      seen |= 4;
+    } else {
+      return undefined;
+    }
+  }
+  return query;
+}
+
+/** What a request asks for, when it is one the fast path may answer. */
+function take(req: IncomingMessage, now: number): Taken | undefined {
+  const url = req.url;
+  if (req.method !== 'GET' || url === undefined) return undefined;
+  if (url.startsWith(PET_PREFIX)) {
+    const idText = url.slice(PET_PREFIX.length);
+    if (!CANONICAL_ID.test(idText) || now >= GET_PET_SUNSET_AT) return undefined;
+    const id = Number(idText);
+    return Number.isSafeInteger(id) ? { kind: 'getPet', id } : undefined;
+  }
+  if (url === LIST_PATH) return { kind: 'listPets', query: { limit: PAGE_LIMIT_DEFAULT } };
+  if (!url.startsWith(`${LIST_PATH}?`)) return undefined;
+  const query = listQuery(url.slice(LIST_PATH.length + 1));
+  return query && { kind: 'listPets', query };
+}
 
 /**
  * The onResponse hook's "request completed" line, through the same logger and serializers:
@@ -50,17 +110,6 @@ function logCompleted(log: FastifyBaseLogger, reqId: string, req: IncomingMessag
   const headers = req.headers;
   const request = { method: req.method, url: req.url, headers, host: headers.host ?? headers[':authority'] ?? '', ip: req.socket.remoteAddress, socket: req.socket };
   log.info({ reqId, req: request, res: { statusCode: 200 }, responseTime }, 'request completed');
-}
-
-type Handler = (req: IncomingMessage, res: ServerResponse) => void;
-
-interface Pending {
-  req: IncomingMessage;
-  res: ServerResponse;
-  id: number;
-  authorization: string | undefined;
-  givenRequestId: string | undefined;
-  start: number;
 }
 
 /**
@@ -73,46 +122,59 @@ interface Pending {
  * asked after the request was read. Asked once after every socket read of this turn, it
  * covers all of them, which is exact, and costs one pread per turn instead of per request.
  */
-export function createGetPetFastPath(deps: GetPetFastPathDeps): (req: IncomingMessage, res: ServerResponse, fallback: Handler) => boolean {
+export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: ServerResponse, fallback: Handler) => boolean {
   const { services, rateLimiter: limiter, clock, wire, record, answered, requestId, closing, log } = deps;
   const { takeNow } = limiter;
   if (!takeNow) return () => false;
   const rateLimit = rateLimitHeaderValues(limiter);
-  const recordOk = record.fixed('GET', ROUTE, 200);
+  const recordPet = record.fixed('GET', '/v1/pets/:petId', 200);
+  const recordList = record.fixed('GET', '/v1/pets', 200);
   const deprecation = getPetDeprecationHeaders;
   let pending: Pending[] = [];
   let fallbackOf: Handler = () => undefined;
 
   /** Answers from memory and returns true, or returns false having written nothing. */
-  function answer({ req, res, id, authorization, givenRequestId, start }: Pending): boolean {
+  function answer({ req, res, taken, authorization, givenRequestId, start }: Pending): boolean {
     if (closing()) return false;
     const token = parseBearer(authorization);
     const auth = token === undefined ? undefined : services.apiKeys.authenticateCached(token);
     if (!auth) return false;
-    const pet = services.pets.getCached(auth.accountId, id);
-    const body = pet && wire.pets.get(pet);
+    let body: string | undefined;
+    let link: string | undefined;
+    if (taken.kind === 'getPet') {
+      const pet = services.pets.getCached(auth.accountId, taken.id);
+      body = pet && wire.pets.get(pet);
+    } else {
+      // A bad cursor throws InvalidCursorError: Fastify, asked to answer, throws it again.
+      const page = services.pets.listCached(auth.accountId, taken.query);
+      const sent = page && wire.pages.get(page);
+      body = sent?.body;
+      link = sent?.link;
+    }
     if (body === undefined) return false;
     // A refusal takes no token, so Fastify's hook, asking again, refuses it too (429).
     const decision = takeNow!.call(limiter, auth.keyId);
     if (!decision.allowed) return false;
     const reqId = requestId(givenRequestId);
-    wire.deprecatedCallsOf(auth.accountId).inc();
-    // The same headers, in the same order, as the route's hooks set them.
-    res.writeHead(200, [
+    // The same headers, in the same order, as the routes and their hooks set them.
+    const headers = [
       'x-request-id', reqId,
       'x-content-type-options', 'nosniff',
       'cache-control', 'no-store',
       'ratelimit-policy', rateLimit.policy,
       'ratelimit', rateLimit.of(decision),
-      'content-type', 'application/json; charset=utf-8',
-      'deprecation', deprecation.deprecation,
-      'sunset', deprecation.sunset,
-      'link', deprecation.link,
-      'content-length', String(Buffer.byteLength(body)),
-    ]);
+    ];
+    if (link !== undefined) headers.push('link', link);
+    headers.push('content-type', 'application/json; charset=utf-8');
+    if (taken.kind === 'getPet') {
+      wire.deprecatedCallsOf(auth.accountId).inc();
+      headers.push('deprecation', deprecation.deprecation, 'sunset', deprecation.sunset, 'link', deprecation.link);
+    }
+    headers.push('content-length', String(Buffer.byteLength(body)));
+    res.writeHead(200, headers);
     res.end(body);
     const ms = performance.now() - start;
-    recordOk(ms);
+    (taken.kind === 'getPet' ? recordPet : recordList)(ms);
     answered.count++;
     if (writesAt(log, 'info')) logCompleted(log, reqId, req, ms);
     return true;
@@ -127,20 +189,16 @@ export function createGetPetFastPath(deps: GetPetFastPathDeps): (req: IncomingMe
       try {
         done = answer(item);
       } catch {
-        // Thrown before anything was written (a store failure, say): Fastify answers, with
-        // the error model and its own try at the store.
+        // Thrown before anything was written (a bad cursor, a store failure): Fastify
+        // answers, with the error model and its own try.
       }
       if (!done) fallbackOf(item.req, item.res);
     }
   }
 
-  return function getPetFastPath(req, res, fallback) {
-    const url = req.url;
-    if (req.method !== 'GET' || url === undefined || !url.startsWith(PREFIX)) return false;
-    const idText = url.slice(PREFIX.length);
-    if (!CANONICAL_ID.test(idText)) return false;
-    const id = Number(idText);
-    if (!Number.isSafeInteger(id) || closing() || clock.now() >= GET_PET_SUNSET_AT) return false;
+  return function fastPath(req, res, fallback) {
+    const taken = take(req, clock.now());
+    if (!taken || closing()) return false;
     // The raw header list, not req.headers, which Node builds on first use. A body on a GET
     // is Fastify's to drain; a repeated header is Fastify's to interpret.
     let authorization: string | undefined;
@@ -160,7 +218,7 @@ export function createGetPetFastPath(deps: GetPetFastPathDeps): (req: IncomingMe
     }
     if (authorization === undefined) return false;
     fallbackOf = fallback;
-    if (pending.push({ req, res, id, authorization, givenRequestId, start: performance.now() }) === 1) setImmediate(flush);
+    if (pending.push({ req, res, taken, authorization, givenRequestId, start: performance.now() }) === 1) setImmediate(flush);
     return true;
   };
 }

@@ -7,6 +7,12 @@ import type { NewPet, Pet, PetStatus } from '../schemas/index.js';
 import type { Store } from '../store/types.js';
 import type { CursorCodec } from './cursor.js';
 
+export interface PageQuery {
+  limit: number;
+  status?: PetStatus | undefined;
+  cursor?: string | undefined;
+}
+
 export interface PetPage {
   pets: readonly Pet[];
   /** Present when more pets follow this page. */
@@ -29,6 +35,24 @@ export function createPetService(deps: { store: Store; clock: Clock; cursors: Cu
   // A store that caches returns the same frozen rows for the same query: derive the page
   // (and its signed cursor) once per such result, not once per request.
   const pagesOf = new WeakMap<readonly Pet[], PetPage>();
+
+  /** The page of `query.limit` pets (and the cursor after it) from `limit + 1` rows. */
+  function pageOf(accountId: string, query: PageQuery, rows: readonly Pet[]): PetPage {
+    const shared = Object.isFrozen(rows);
+    if (shared) {
+      const page = pagesOf.get(rows);
+      if (page) return page;
+    }
+    const pets = rows.slice(0, query.limit);
+    const last = pets[pets.length - 1];
+    const nextCursor =
+      rows.length > query.limit && last ? cursors.encode(accountId, { afterId: last.id, status: query.status }) : undefined;
+    if (!shared) return { pets, nextCursor };
+    const page: PetPage = Object.freeze({ pets: Object.freeze(pets), nextCursor });
+    pagesOf.set(rows, page);
+    return page;
+  }
+
   return {
     create(accountId: string, pet: NewPet): Promise<Pet> {
       return store.createPet(accountId, pet, new Date(clock.now()).toISOString());
@@ -81,26 +105,18 @@ export function createPetService(deps: { store: Store; clock: Clock; cursors: Cu
       return pet;
     },
 
-    async list(
-      accountId: string,
-      query: { limit: number; status?: PetStatus | undefined; cursor?: string | undefined },
-    ): Promise<PetPage> {
+    async list(accountId: string, query: PageQuery): Promise<PetPage> {
       const afterId = query.cursor === undefined ? 0 : cursors.decode(accountId, query.cursor, query.status);
       // One extra row tells whether a next page exists without a COUNT.
-      const rows = await store.listPets({ accountId, limit: query.limit + 1, status: query.status, afterId });
-      const shared = Object.isFrozen(rows);
-      if (shared) {
-        const page = pagesOf.get(rows);
-        if (page) return page;
-      }
-      const pets = rows.slice(0, query.limit);
-      const last = pets[pets.length - 1];
-      const nextCursor =
-        rows.length > query.limit && last ? cursors.encode(accountId, { afterId: last.id, status: query.status }) : undefined;
-      if (!shared) return { pets, nextCursor };
-      const page: PetPage = Object.freeze({ pets: Object.freeze(pets), nextCursor });
-      pagesOf.set(rows, page);
-      return page;
+      return pageOf(accountId, query, await store.listPets({ accountId, limit: query.limit + 1, status: query.status, afterId }));
+    },
+
+    /** The page when the store can answer from memory right now (see Store.cachedPage), else undefined. */
+    listCached(accountId: string, query: PageQuery): PetPage | undefined {
+      if (!store.cachedPage) return undefined;
+      const afterId = query.cursor === undefined ? 0 : cursors.decode(accountId, query.cursor, query.status);
+      const rows = store.cachedPage({ accountId, limit: query.limit + 1, status: query.status, afterId });
+      return rows && pageOf(accountId, query, rows);
     },
   };
 }

@@ -1,6 +1,6 @@
 // Times every store call for the store latency histogram. Methods are looked up at call
 // time, so the wrapper always delegates to the store's current behaviour.
-import type { Store } from './types.js';
+import type { ListPetsQuery, Store } from './types.js';
 
 /** Returns the recorder for one operation (bound once, so the hot path does no label lookup). */
 type Observer = (operation: string) => (seconds: number) => void;
@@ -51,6 +51,7 @@ export function instrumentStore(store: Store, observer: Observer): Store {
     ...(store.externalChangeCounter ? { externalChangeCounter: () => store.externalChangeCounter!() } : {}),
     // Not timed: a Map lookup, not a query (the store histogram times calls that may query).
     ...(store.cachedPet ? { cachedPet: (accountId: string, id: number) => store.cachedPet!(accountId, id) } : {}),
+    ...(store.cachedPage ? { cachedPage: (query: ListPetsQuery) => store.cachedPage!(query) } : {}),
     ...(timed as Pick<Store, (typeof TIMED)[number]>),
   };
 }

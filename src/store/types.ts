@@ -70,6 +70,8 @@ export interface Store {
    * commits, so exact), else undefined: a synchronous answer for the HTTP fast path.
    */
   cachedPet?(accountId: string, id: number): Pet | undefined;
+  /** The same for a page of listPets. */
+  cachedPage?(query: ListPetsQuery): readonly Pet[] | undefined;
   /** Applies pending migrations; safe to call from several processes at once. */
   migrate(): Promise<number[]>;
   /** Pending migration versions, without applying them. */

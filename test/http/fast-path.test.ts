@@ -80,6 +80,62 @@ describe('GET /v1/pets/{petId} fast path', () => {
     assert.equal(await fastPathAnswers(fast), 4, 'HEAD is left to Fastify');
   });
 
+  test('when the same list requests go to an app with the fast path and one without, then every answer is the same, and only canonical queries of cached pages are answered from memory', async (t) => {
+    const database = await sqliteBackend.createDatabase();
+    t.after(() => database.drop());
+    const fast = await startApp(t, { databaseUrl: database.url, env: QUIET });
+    const slow = await startApp(t, { databaseUrl: database.url, env: { ...QUIET, PETSTORE_FAST_PATH: 'false' } });
+    const { key } = await fast.createAccount('Owner');
+    const { key: otherKey } = await fast.createAccount('Someone else');
+    for (const [name, status] of [['A', 'available'], ['B', 'sold'], ['C', 'available']] as const) {
+      assert.equal((await fast.request('POST', '/v1/pets', { key, body: { name, categoryId: 1, status } })).status, 201);
+    }
+    for (const name of ['Theirs 1', 'Theirs 2']) {
+      assert.equal((await fast.request('POST', '/v1/pets', { key: otherKey, body: { name, categoryId: 1 } })).status, 201);
+    }
+    const auth: [string, string] = ['Authorization', `Bearer ${key}`];
+    // Cursors from the app without the fast path, so the other app's caches stay cold.
+    const nextOf = async (key: string, query: string) =>
+      /<([^>]+)>; rel="next"/.exec((await get(slow, `/v1/pets?${query}`, [['Authorization', `Bearer ${key}`]])).headers.link ?? '')?.[1] ?? '';
+    const next = await nextOf(key, 'limit=1');
+    const theirNext = await nextOf(otherKey, 'limit=1');
+    for (const link of [next, theirNext]) assert.match(link, /^\/v1\/pets\?limit=1&cursor=[A-Za-z0-9_-]+$/);
+    const tampered = next.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'));
+
+    const cases: Array<{ name: string; target: string; fast: boolean }> = [
+      { name: 'first page, cold', target: '/v1/pets', fast: false },
+      { name: 'first page, cached', target: '/v1/pets', fast: true },
+      { name: 'same page, limit spelled out', target: '/v1/pets?limit=20', fast: true },
+      { name: 'limit 1, cold', target: '/v1/pets?limit=1', fast: false },
+      { name: 'limit 1, cached (with Link)', target: '/v1/pets?limit=1', fast: true },
+      { name: 'next page, cold', target: next, fast: false },
+      { name: 'next page, cached', target: next, fast: true },
+      { name: 'status filter, cold', target: '/v1/pets?status=available', fast: false },
+      { name: 'status filter, other order', target: '/v1/pets?status=available&limit=20', fast: true },
+      { name: 'limit 100', target: '/v1/pets?limit=100', fast: false },
+      { name: 'limit 0', target: '/v1/pets?limit=0', fast: false },
+      { name: 'limit 101', target: '/v1/pets?limit=101', fast: false },
+      { name: 'limit with a leading zero', target: '/v1/pets?limit=020', fast: false },
+      { name: 'limit twice', target: '/v1/pets?limit=1&limit=1', fast: false },
+      { name: 'unknown status', target: '/v1/pets?status=lost', fast: false },
+      { name: 'unknown parameter', target: '/v1/pets?color=red', fast: false },
+      { name: 'empty query', target: '/v1/pets?', fast: false },
+      { name: 'percent-encoded name', target: '/v1/pets?%6Cimit=1', fast: false },
+      { name: 'garbage cursor', target: '/v1/pets?cursor=nope', fast: false },
+      { name: 'tampered cursor', target: tampered, fast: false },
+      { name: "another account's cursor", target: theirNext, fast: false },
+      { name: 'cursor with another status', target: `${next}&status=sold`, fast: false },
+      { name: 'trailing slash', target: '/v1/pets/', fast: false },
+    ];
+    for (const c of cases) {
+      const before = await fastPathAnswers(fast);
+      const a = await get(fast, c.target, [auth]);
+      const b = await get(slow, c.target, [auth]);
+      assert.deepEqual(comparable(a, false), comparable(b, false), c.name);
+      assert.equal((await fastPathAnswers(fast)) - before, c.fast ? 1 : 0, `${c.name}: answered from memory?`);
+    }
+  });
+
   test('when another process revokes a key the fast path has served, then the next request is refused with 401 unauthorized', async (t) => {
     const database = await sqliteBackend.createDatabase();
     t.after(() => database.drop());

@@ -212,6 +212,10 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
             externalChanges();
             return cache.getPet(accountId, id);
           },
+          cachedPage({ accountId, limit, status, afterId = 0 }: ListPetsQuery): readonly Pet[] | undefined {
+            externalChanges();
+            return cache.getPage(accountId, status, afterId, limit);
+          },
         }
       : {}),
 
