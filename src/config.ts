@@ -21,7 +21,7 @@ export interface Config {
   pgPoolMax: number;
   /** SQLite only: cache pages and pets in memory, invalidated on every commit (PostgreSQL never caches). */
   readCache: boolean;
-  /** Answer cached GET /v1/pets/{petId} before Fastify (src/http/fast-path.ts). */
+  /** Answer cached GET /v1/pets and GET /v1/pets/{petId} before Fastify (src/http/fast-path.ts). */
   fastPath: boolean;
   /** Redis URL for shared rate limits; undefined means in-memory. */
   redisUrl: string | undefined;

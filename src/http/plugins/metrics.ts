@@ -44,7 +44,7 @@ export function createMetrics() {
     fastPathAnswered,
     fastPathResponses: new Counter({
       name: 'petstore_fast_path_responses_total',
-      help: 'GET /v1/pets/{petId} answered from memory before the framework (src/http/fast-path.ts); also counted in the HTTP histogram.',
+      help: 'GET /v1/pets and GET /v1/pets/{petId} answered from memory before the framework (src/http/fast-path.ts); also counted in the HTTP histogram.',
       registers: [registry],
       collect() {
         this.reset();
