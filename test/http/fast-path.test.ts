@@ -1,8 +1,8 @@
-// The GET /v1/pets/{petId} fast path (src/http/fast-path.ts) must be invisible: for every
+// The fast path for GET /v1/pets and GET /v1/pets/{petId} (src/http/fast-path.ts) must be invisible: for every
 // request, an app with it answers exactly what an app without it answers, and anything it
 // cannot answer from memory (errors, odd requests, shutdown, the sunset) is left to Fastify.
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { fixedClock } from '../../src/clock.js';
 import { GET_PET_SUNSET_AT } from '../../src/http/deprecation.js';
 import { startApp, type TestApp } from '../helpers/app.js';
@@ -22,6 +22,17 @@ function get(app: TestApp, target: string, headers: Array<[string, string]> = []
   return send(app.url, { method: 'GET', target, headers, body: body === undefined ? undefined : Buffer.from(body) });
 }
 
+/** Two apps on one database, with and without the fast path, and two accounts' keys. */
+async function fastAndSlow(t: TestContext): Promise<{ fast: TestApp; slow: TestApp; key: string; otherKey: string }> {
+  const database = await sqliteBackend.createDatabase();
+  t.after(() => database.drop());
+  const fast = await startApp(t, { databaseUrl: database.url, env: QUIET });
+  const slow = await startApp(t, { databaseUrl: database.url, env: { ...QUIET, PETSTORE_FAST_PATH: 'false' } });
+  const { key } = await fast.createAccount('Owner');
+  const { key: otherKey } = await fast.createAccount('Someone else');
+  return { fast, slow, key, otherKey };
+}
+
 /** What must be identical between the two paths: all but the per-request values. */
 function comparable(res: WireResponse, keepRequestId: boolean) {
   const { date: _date, ratelimit, 'x-request-id': requestId, ...headers } = res.headers;
@@ -29,14 +40,9 @@ function comparable(res: WireResponse, keepRequestId: boolean) {
   return { status: res.status, headers, text: res.text, ...(keepRequestId ? { requestId } : {}) };
 }
 
-describe('GET /v1/pets/{petId} fast path', () => {
+describe('GET /v1/pets and GET /v1/pets/{petId} fast path', () => {
   test('when the same requests go to an app with the fast path and one without, then every answer is the same, and the fast path answered the cacheable ones', async (t) => {
-    const database = await sqliteBackend.createDatabase();
-    t.after(() => database.drop());
-    const fast = await startApp(t, { databaseUrl: database.url, env: QUIET });
-    const slow = await startApp(t, { databaseUrl: database.url, env: { ...QUIET, PETSTORE_FAST_PATH: 'false' } });
-    const { key } = await fast.createAccount('Owner');
-    const { key: otherKey } = await fast.createAccount('Someone else');
+    const { fast, slow, key, otherKey } = await fastAndSlow(t);
     const created = await fast.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1, status: 'available' } });
     const theirs = await fast.request('POST', '/v1/pets', { key: otherKey, body: { name: 'Not yours', categoryId: 2 } });
     const id = (created.body as { id: number }).id;
@@ -81,12 +87,7 @@ describe('GET /v1/pets/{petId} fast path', () => {
   });
 
   test('when the same list requests go to an app with the fast path and one without, then every answer is the same, and only canonical queries of cached pages are answered from memory', async (t) => {
-    const database = await sqliteBackend.createDatabase();
-    t.after(() => database.drop());
-    const fast = await startApp(t, { databaseUrl: database.url, env: QUIET });
-    const slow = await startApp(t, { databaseUrl: database.url, env: { ...QUIET, PETSTORE_FAST_PATH: 'false' } });
-    const { key } = await fast.createAccount('Owner');
-    const { key: otherKey } = await fast.createAccount('Someone else');
+    const { fast, slow, key, otherKey } = await fastAndSlow(t);
     for (const [name, status] of [['A', 'available'], ['B', 'sold'], ['C', 'available']] as const) {
       assert.equal((await fast.request('POST', '/v1/pets', { key, body: { name, categoryId: 1, status } })).status, 201);
     }
