@@ -130,17 +130,18 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
   // about two thirds of one statement and one savepoint per pet (issue 5's bench).
   const insertSqls: string[] = [];
   const insertSql = (rows: number) =>
-    (insertSqls[rows] ??= `INSERT INTO pets (account_id, name, category_id, status, created_at) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?)').join(', ')} RETURNING ${petColumns}`);
+    (insertSqls[rows] ??= `INSERT INTO pets (account_id, name, category_id, status, created_at) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?)').join(', ')}`);
   const insertChunk = db.transaction((chunk: PendingPet[]): Pet[] => {
     const values: unknown[] = [];
     for (const { accountId, pet, createdAt } of chunk) values.push(accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt);
-    // RETURNING's row order is unspecified; the VALUES rows are inserted in order, so
-    // AUTOINCREMENT gives them increasing ids.
-    const rows = stmt<unknown[], PetRow>(insertSql(chunk.length)).all(values).sort((a, b) => a.id - b.id);
-    return rows.map((row, i) => {
-      if (row.name !== chunk[i]!.pet.name) throw new Error('multi-row INSERT returned rows out of order');
-      return toPet(row);
-    });
+    const { changes, lastInsertRowid } = stmt<unknown[], never>(insertSql(chunk.length)).run(values);
+    if (changes !== chunk.length) throw new Error(`multi-row INSERT stored ${changes} of ${chunk.length} rows`);
+    // No RETURNING (it costs a quarter of the insert): one statement under the write lock
+    // inserts the VALUES rows in order, and AUTOINCREMENT gives each the previous id + 1, so
+    // the ids end at lastInsertRowid. The other columns are stored as bound (TEXT and
+    // INTEGER columns, validated values), so the pet is what a SELECT would return.
+    const first = Number(lastInsertRowid) - chunk.length + 1;
+    return chunk.map(({ pet }, i) => toPet({ id: first + i, name: pet.name, category_id: pet.categoryId, status: pet.status ?? null }));
   });
   /** Inserts `chunk` in a savepoint; on failure, one pet per savepoint. */
   const insertChunkOrEach = (chunk: PendingPet[], results: Inserted[]) => {
