@@ -188,9 +188,14 @@ export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: 
       let done = false;
       try {
         done = answer(item);
-      } catch {
+      } catch (error) {
         // Thrown before anything was written (a bad cursor, a store failure): Fastify
-        // answers, with the error model and its own try.
+        // answers, with the error model and its own try. After the answer was written (the
+        // log line failing, say), there is nothing left to answer.
+        if (item.res.headersSent) {
+          log.error({ err: error }, 'fast path failed after answering');
+          continue;
+        }
       }
       if (!done) fallbackOf(item.req, item.res);
     }

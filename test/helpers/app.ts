@@ -47,6 +47,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Reuse an existing database URL instead of a fresh one. */
   databaseUrl?: string;
+  /** Sees each log line before it is kept; throwing makes that log call throw. */
+  onLog?: (line: string) => void;
 }
 
 export async function startApp(t: TestContext | { after(fn: () => unknown): void }, options: StartOptions = {}): Promise<TestApp> {
@@ -61,8 +63,11 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
-      logs.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      const lines = chunk.toString('utf8').split('\n').filter(Boolean);
+      logs.push(...lines);
+      // done() first: the stream stays usable after the throw reaches the logger's caller.
       done();
+      for (const line of lines) options.onLog?.(line);
     },
   });
   const store = await createStore(config);

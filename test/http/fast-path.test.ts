@@ -229,6 +229,29 @@ describe('GET /v1/pets and GET /v1/pets/{petId} fast path', () => {
     assert.deepEqual(Object.keys(lines[1]!), Object.keys(lines[0]!), 'same fields, same order');
   });
 
+  test('when writing the log line fails after the fast path answered, then the request is not answered again', async (t) => {
+    const failing = (line: string) => {
+      if (line.includes('"msg":"request completed"') && line.includes('"reqId":"fast-')) throw new Error('log sink failed');
+    };
+    // One token a second: the bucket refills less than a token during the test, so each
+    // request's own token shows in the header.
+    const env = { PETSTORE_LOG_LEVEL: 'info', PETSTORE_RATE_LIMIT_PER_SECOND: '1', PETSTORE_RATE_LIMIT_BURST: '100' };
+    const app = await startApp(t, { env, onLog: failing });
+    const { key } = await app.createAccount();
+    const id = ((await app.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } })).body as { id: number }).id;
+    const remaining: number[] = [];
+    for (const trace of ['fast-1', 'fast-2', 'fast-3']) {
+      const res = await app.request('GET', `/v1/pets/${id}`, { key, headers: { 'x-request-id': trace } });
+      assert.equal(res.status, 200);
+      remaining.push(Number(/;r=(\d+);/.exec(res.headers.get('ratelimit') ?? '')?.[1]));
+    }
+    assert.equal(await fastPathAnswers(app), 2, 'the first read filled the cache through Fastify');
+    // Handed to Fastify after its answer, a request would take a second token.
+    assert.deepEqual([remaining[0]! - remaining[1]!, remaining[1]! - remaining[2]!], [1, 1], `tokens left: ${remaining}`);
+    const failures = app.logs.filter((line) => line.includes('fast path failed after answering'));
+    assert.equal(failures.length, 2);
+  });
+
   test('when the fast path answers, then /metrics counts those requests in the latency histogram and the deprecated calls of the account', async (t) => {
     const app = await startApp(t, { env: QUIET });
     const { key, accountId } = await app.createAccount();
