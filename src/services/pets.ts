@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, NotFoundError } from '../errors.js';
 import type { NewPet, Pet, PetStatus } from '../schemas/index.js';
-import type { Store } from '../store/types.js';
+import type { ListPetsQuery, Store } from '../store/types.js';
 import type { CursorCodec } from './cursor.js';
 
 export interface PageQuery {
@@ -35,6 +35,12 @@ export function createPetService(deps: { store: Store; clock: Clock; cursors: Cu
   // A store that caches returns the same frozen rows for the same query: derive the page
   // (and its signed cursor) once per such result, not once per request.
   const pagesOf = new WeakMap<readonly Pet[], PetPage>();
+
+  /** The store query for a page: after the cursor's id, one extra row to tell whether a next page exists without a COUNT. */
+  function rowsQuery(accountId: string, query: PageQuery): ListPetsQuery {
+    const afterId = query.cursor === undefined ? 0 : cursors.decode(accountId, query.cursor, query.status);
+    return { accountId, limit: query.limit + 1, status: query.status, afterId };
+  }
 
   /** The page of `query.limit` pets (and the cursor after it) from `limit + 1` rows. */
   function pageOf(accountId: string, query: PageQuery, rows: readonly Pet[]): PetPage {
@@ -106,16 +112,13 @@ export function createPetService(deps: { store: Store; clock: Clock; cursors: Cu
     },
 
     async list(accountId: string, query: PageQuery): Promise<PetPage> {
-      const afterId = query.cursor === undefined ? 0 : cursors.decode(accountId, query.cursor, query.status);
-      // One extra row tells whether a next page exists without a COUNT.
-      return pageOf(accountId, query, await store.listPets({ accountId, limit: query.limit + 1, status: query.status, afterId }));
+      return pageOf(accountId, query, await store.listPets(rowsQuery(accountId, query)));
     },
 
     /** The page when the store can answer from memory right now (see Store.cachedPage), else undefined. */
     listCached(accountId: string, query: PageQuery): PetPage | undefined {
       if (!store.cachedPage) return undefined;
-      const afterId = query.cursor === undefined ? 0 : cursors.decode(accountId, query.cursor, query.status);
-      const rows = store.cachedPage({ accountId, limit: query.limit + 1, status: query.status, afterId });
+      const rows = store.cachedPage(rowsQuery(accountId, query));
       return rows && pageOf(accountId, query, rows);
     },
   };

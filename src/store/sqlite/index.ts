@@ -121,6 +121,16 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     return current;
   };
 
+  /** Cache reads, after asking whether another connection committed (which clears the cache). */
+  const cachedPet = (readCache: ReadCache, accountId: string, id: number): Pet | undefined => {
+    externalChanges();
+    return readCache.getPet(accountId, id);
+  };
+  const cachedPage = (readCache: ReadCache, { accountId, limit, status, afterId = 0 }: ListPetsQuery): readonly Pet[] | undefined => {
+    externalChanges();
+    return readCache.getPage(accountId, status, afterId, limit);
+  };
+
   // Group commit for createPet: calls made while a batch is pending join it, and the batch
   // is written by one BEGIN IMMEDIATE … COMMIT, so one WAL fsync (synchronous=FULL) makes all
   // of it durable before any caller hears back. Rows go in by multi-row INSERTs of
@@ -230,14 +240,8 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
 
     ...(cache
       ? {
-          cachedPet(accountId: string, id: number): Pet | undefined {
-            externalChanges();
-            return cache.getPet(accountId, id);
-          },
-          cachedPage({ accountId, limit, status, afterId = 0 }: ListPetsQuery): readonly Pet[] | undefined {
-            externalChanges();
-            return cache.getPage(accountId, status, afterId, limit);
-          },
+          cachedPet: (accountId: string, id: number) => cachedPet(cache, accountId, id),
+          cachedPage: (query: ListPetsQuery) => cachedPage(cache, query),
         }
       : {}),
 
@@ -307,11 +311,8 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     },
 
     async getPet(accountId, id) {
-      if (cache) {
-        externalChanges();
-        const hit = cache.getPet(accountId, id);
-        if (hit) return hit;
-      }
+      const hit = cache && cachedPet(cache, accountId, id);
+      if (hit) return hit;
       const row = stmt<[string, number], PetRow>(`SELECT ${petColumns} FROM pets WHERE account_id = ? AND id = ?`).get(accountId, id);
       if (!row) return undefined;
       return cache ? cache.setPet(accountId, toPet(row)) : toPet(row);
@@ -320,8 +321,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     async listPets({ accountId, limit, status, afterId = 0 }: ListPetsQuery) {
       let generation = 0;
       if (cache) {
-        externalChanges();
-        const hit = cache.getPage(accountId, status, afterId, limit);
+        const hit = cachedPage(cache, { accountId, limit, status, afterId });
         if (hit) return hit;
         generation = cache.generation(accountId);
       }
