@@ -100,56 +100,69 @@ for (const backend of backends) {
 // The backends run side by side: each round restarts a server, and that is most of the time.
 describe('SIGKILL under write load', { concurrency: true }, () => {
   for (const backend of backends) {
-    it(`${backend.name}: when the server is killed mid-load ${ROUNDS} times, then every acknowledged pet is stored exactly as returned and the store is intact`, { timeout: 60_000 }, async (t) => {
-      const fixture = await createFixture(backend);
+    it(`${backend.name}: when the server is killed mid-load ${ROUNDS} times, then every acknowledged pet is stored exactly as returned, no id is ever reused, and the store is intact`, { timeout: 60_000 }, async (t) => {
+      // Two accounts under load at once: each numbers its own pets.
+      const fixture = await createFixture(backend, 1);
+      const accounts = [{ key: fixture.key, prefix: 'a' }, { key: fixture.others[0]!.key, prefix: 'b' }].map((a) => ({
+        ...a,
+        sent: new Map<string, Sent>(),
+        acknowledgedTotal: 0,
+        /** The highest id stored after the last restart: every later 201 must be above it. */
+        maxStoredId: 0,
+        verified: { stored: 0, acknowledged: 0, committedWithoutResponse: 0, notCommitted: 0, maxId: 0 },
+      }));
       let server: ServerChild | undefined;
       t.after(() => killAndDrop(fixture, server));
-      const sent = new Map<string, Sent>();
       server = await startServer(fixture.env);
-      let acknowledgedTotal = 0;
-      let verified = { stored: 0, acknowledged: 0, committedWithoutResponse: 0, notCommitted: 0 };
 
       for (let round = 1; round <= ROUNDS; round++) {
         const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-        const before = new Set(sent.keys());
-        const load = startLoad(server.url, fixture.key, {
-          concurrency: CONCURRENCY,
-          prefix: `${backend.name}-r${round}`,
-          agent,
-          sent,
-          // Once the process is gone every request fails; a failure means it is gone.
-          stopOn: (outcome) => outcome.kind === 'error',
-        });
-        await Promise.race([load.firstCreated, sleep(10_000).then(() => assert.fail('no 201 within 10 s'))]);
+        const before = accounts.map((a) => new Set(a.sent.keys()));
+        const loads = accounts.map((a) =>
+          startLoad(server!.url, a.key, {
+            concurrency: CONCURRENCY / 2,
+            prefix: `${backend.name}-${a.prefix}-r${round}`,
+            agent,
+            sent: a.sent,
+            // Once the process is gone every request fails; a failure means it is gone.
+            stopOn: (outcome) => outcome.kind === 'error',
+          }),
+        );
+        await Promise.race([Promise.all(loads.map((l) => l.firstCreated)), sleep(10_000).then(() => assert.fail('no 201 within 10 s'))]);
         const delay = 50 + Math.floor(Math.random() * 450);
         await sleep(delay);
-        const inFlight = load.inFlight();
+        const inFlight = loads.reduce((n, l) => n + l.inFlight(), 0);
         server.kill('SIGKILL');
         const exit: Exit = await server.exited;
-        await load.done;
+        await Promise.all(loads.map((l) => l.done));
         agent.destroy();
         assert.equal(exit.signal, 'SIGKILL');
         assert.ok(inFlight > 0, 'requests were in flight when the process was killed');
 
-        const roundSent = [...sent.entries()].filter(([name]) => !before.has(name));
-        const acknowledged = roundSent.filter(([, s]) => s.outcome.kind === 'response' && s.outcome.status === 201).length;
-        const otherResponses = roundSent.filter(([, s]) => s.outcome.kind === 'response' && s.outcome.status !== 201);
-        assert.deepEqual(otherResponses.map(([name, s]) => [name, s.outcome]), [], 'every answer before the kill was a 201');
-        acknowledgedTotal += acknowledged;
-
         server = await startServer(fixture.env);
-        verified = await verifyPets(server.url, fixture.key, sent);
-        const integrity = await checkStoreIntegrity(fixture, verified.stored);
-        assert.equal(verified.acknowledged, acknowledgedTotal);
-        t.diagnostic(
-          `${backend.name} round ${round}: killed ${delay} ms after the first 201 with ${inFlight} requests in flight; ` +
-            `${acknowledged} pets acknowledged this round, all present; after restart ${verified.stored} pets stored ` +
-            `(${verified.acknowledged} acknowledged, ${verified.committedWithoutResponse} committed without a response); ${integrity}`,
-        );
+        const summary: string[] = [];
+        for (const [i, account] of accounts.entries()) {
+          const roundSent = [...account.sent.entries()].filter(([name]) => !before[i]!.has(name));
+          const acknowledged = roundSent.filter(([, s]) => s.outcome.kind === 'response' && s.outcome.status === 201);
+          const otherResponses = roundSent.filter(([, s]) => s.outcome.kind === 'response' && s.outcome.status !== 201);
+          assert.deepEqual(otherResponses.map(([name, s]) => [name, s.outcome]), [], 'every answer before the kill was a 201');
+          account.acknowledgedTotal += acknowledged.length;
+          // Ids after a restart continue above everything stored before it, committed with or
+          // without a response: a batch torn by the kill never gives its numbers out again.
+          const ids = acknowledged.map(([, s]) => (s.outcome.kind === 'response' ? (s.outcome.body as Pet).id : 0));
+          assert.ok(ids.every((id) => id > account.maxStoredId), `round ${round}: ids ${Math.min(...ids)}… after the restart are above ${account.maxStoredId}`);
+          account.verified = await verifyPets(server.url, account.key, account.sent);
+          assert.equal(account.verified.acknowledged, account.acknowledgedTotal);
+          account.maxStoredId = account.verified.maxId;
+          summary.push(`${account.prefix}: ${acknowledged.length} acknowledged, ${account.verified.stored} stored (${account.verified.committedWithoutResponse} without a response), ids up to ${account.maxStoredId}`);
+        }
+        const integrity = await checkStoreIntegrity(fixture, accounts.reduce((n, a) => n + a.verified.stored, 0));
+        t.diagnostic(`${backend.name} round ${round}: killed ${delay} ms after the first 201s with ${inFlight} requests in flight; ${summary.join('; ')}; ${integrity}`);
       }
+      const total = (field: 'acknowledged' | 'committedWithoutResponse' | 'notCommitted') => accounts.reduce((n, a) => n + a.verified[field], 0);
       t.diagnostic(
-        `${backend.name}: ${ROUNDS} rounds, ${verified.acknowledged} acknowledged pets verified present and exact, ` +
-          `${verified.committedWithoutResponse} more committed without a response, ${verified.notCommitted} unanswered and not committed, ids unique`,
+        `${backend.name}: ${ROUNDS} rounds, ${total('acknowledged')} acknowledged pets verified present and exact, ` +
+          `${total('committedWithoutResponse')} more committed without a response, ${total('notCommitted')} unanswered and not committed, ids unique per account and never reused`,
       );
     });
   }

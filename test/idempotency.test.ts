@@ -59,8 +59,11 @@ for (const backend of backends) {
       const pa = (await app.request('POST', '/v1/pets', { key: a.key, body, headers })).body as Pet;
       const pb = await app.request('POST', '/v1/pets', { key: b.key, body, headers });
       assert.equal(pb.status, 201);
-      assert.notEqual((pb.body as Pet).id, pa.id);
       assert.equal(pb.headers.get('idempotent-replayed'), null);
+      // Each account numbers its own pets: both are pet 1, each in its own account.
+      assert.deepEqual([pa.id, (pb.body as Pet).id], [1, 1]);
+      assert.deepEqual((await app.request('GET', '/v1/pets', { key: b.key })).body, [pb.body]);
+      assert.deepEqual((await app.request('GET', '/v1/pets', { key: a.key })).body, [pa]);
     });
 
     test('when 20 identical requests race, then exactly one pet is created and the others replay it or get 409', async (t) => {

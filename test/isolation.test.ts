@@ -80,18 +80,25 @@ for (const backend of backends) {
       // Interleaved, so every one of B's pets has A's pets on both sides in id order.
       for (let i = 0; i < 12; i++) {
         petsOf.a.push(await create(a, i));
-        petsOf.b.push(await create(b, i));
+        // Names of their own: both accounts number from 1, so ids alone cannot tell their pets apart.
+        petsOf.b.push(await create(b, i + 1000));
         petsOf.a.push(await create(a, i + 100));
       }
     });
 
-    test('when B asks for each of A\'s pets by id, then 404 not_found with the body and headers of a truly missing id', async () => {
-      const maxId = Math.max(...petsOf.a.map((p) => p.id), ...petsOf.b.map((p) => p.id));
+    test('when B asks for each of A\'s pet ids, then B gets its own pet with that id, or 404 not_found with the body and headers of a truly missing id', async () => {
+      const bMax = Math.max(...petsOf.b.map((p) => p.id));
+      assert.ok(petsOf.a.some((p) => p.id > bMax), 'A has ids B does not');
       for (const pet of petsOf.a) {
-        // A missing id with as many digits when there is one (then even Content-Length matches).
-        const sameDigits = 10 ** String(pet.id).length - 1;
-        const missingId = sameDigits > maxId ? sameDigits : 999_999_999_999;
         const foreign = await app.request('GET', `/v1/pets/${pet.id}`, { key: b.key });
+        if (pet.id <= bMax) {
+          assert.equal(foreign.status, 200);
+          assert.deepEqual(foreign.body, petsOf.b.find((p) => p.id === pet.id), 'B\'s own pet, never A\'s');
+          assert.notEqual((foreign.body as Pet).name, pet.name);
+          continue;
+        }
+        // A missing id with as many digits (then even Content-Length matches).
+        const missingId = 10 ** String(pet.id).length - 1 > Math.max(...petsOf.a.map((p) => p.id)) ? 10 ** String(pet.id).length - 1 : 999_999_999_999;
         const missing = await app.request('GET', `/v1/pets/${missingId}`, { key: b.key });
         assert.equal(foreign.status, 404);
         assert.equal((foreign.body as ErrorBody).code, 'not_found');
@@ -109,7 +116,8 @@ for (const backend of backends) {
     });
 
     test('when B asks for A\'s pet with HEAD, then the same 404 as for a missing id', async () => {
-      const pet = petsOf.a[0]!;
+      const pet = petsOf.a.at(-1)!;
+      assert.ok(!petsOf.b.some((p) => p.id === pet.id), 'an id only A has');
       const foreign = await fetch(`${app.url}/v1/pets/${pet.id}`, { method: 'HEAD', headers: { authorization: `Bearer ${b.key}` } });
       const missing = await fetch(`${app.url}/v1/pets/999999999`, { method: 'HEAD', headers: { authorization: `Bearer ${b.key}` } });
       assert.equal(foreign.status, 404);
@@ -118,11 +126,11 @@ for (const backend of backends) {
     });
 
     test('when B lists its pets, with or without a status filter and at any page size, then no pet of A appears and every pet of B appears exactly once', async () => {
-      const aIds = new Set(petsOf.a.map((p) => p.id));
+      const aNames = new Set(petsOf.a.map((p) => p.name));
       for (const status of STATUSES) {
         for (const limit of [1, 2, 5, 100]) {
           const { pets } = await pageThrough(app, b.key, `/v1/pets?limit=${limit}${status ? `&status=${status}` : ''}`);
-          assert.equal(pets.filter((p) => aIds.has(p.id)).length, 0, `no pet of A (status=${status}, limit=${limit})`);
+          assert.equal(pets.filter((p) => aNames.has(p.name)).length, 0, `no pet of A (status=${status}, limit=${limit})`);
           const expected = petsOf.b.filter((p) => !status || p.status === status);
           assert.deepEqual(pets, expected, `exactly B's pets in order (status=${status}, limit=${limit})`);
         }
@@ -174,7 +182,10 @@ for (const backend of backends) {
       const created = await create(b, 999);
       const after = await pageThrough(app, a.key, '/v1/pets?limit=7');
       assert.deepEqual(after, before);
-      assert.equal((await app.request('GET', `/v1/pets/${created.id}`, { key: a.key })).status, 404);
+      // A may have a pet with the same number; it is A's own, never the one B created.
+      const sameId = await app.request('GET', `/v1/pets/${created.id}`, { key: a.key });
+      if (sameId.status === 200) assert.deepEqual(sameId.body, petsOf.a.find((p) => p.id === created.id));
+      else assert.equal(sameId.status, 404);
     });
 
     test('when A and B use the same Idempotency-Key, then B gets its own new pet: no replay of A\'s pet and no 422 revealing the key was used', async (t) => {
@@ -256,21 +267,66 @@ for (const backend of backends) {
       await assertRefusedEverywhere(account, pet, second);
     });
 
-    test(
-      'when A creates pets between two of B\'s creates, then B\'s ids do not reveal it (the gap is the same as when A is idle)',
-      { todo: 'src: pet ids come from one global sequence (SQLite AUTOINCREMENT / PostgreSQL IDENTITY), so B learns how many pets other accounts created' },
-      async () => {
-        const quiet = await app.createAccount('Quiet');
-        const busy = await app.createAccount('Busy');
-        const gap = async (othersBetween: number) => {
-          const first = await create(quiet, 1);
-          for (let i = 0; i < othersBetween; i++) await create(busy, i);
-          const second = await create(quiet, 2);
-          return second.id - first.id;
-        };
-        assert.equal(await gap(10), await gap(0));
-      },
-    );
+    /** The gap between two of `watcher`'s ids when `busy` creates `othersBetween` pets in between. */
+    async function idGap(watcher: Account, busy: Account, othersBetween: number): Promise<number> {
+      const first = await create(watcher, 1);
+      for (let i = 0; i < othersBetween; i++) await create(busy, i);
+      const second = await create(watcher, 2);
+      return second.id - first.id;
+    }
+
+    test('when A creates pets between two of B\'s creates, then B\'s ids do not reveal it (the gap is the same as when A is idle)', async () => {
+      const quiet = await app.createAccount('Quiet');
+      const busy = await app.createAccount('Busy');
+      assert.equal(await idGap(quiet, busy, 10), await idGap(quiet, busy, 0));
+      assert.equal(await idGap(quiet, busy, 0), 1);
+    });
+
+    test('when B creates pets between two of A\'s creates, then A\'s ids do not reveal it either (the mirror case)', async () => {
+      const watcher = await app.createAccount('Watcher');
+      const other = await app.createAccount('Other');
+      // Both directions on the same pair: whoever creates, the other's numbering is untouched.
+      assert.equal(await idGap(other, watcher, 7), 1);
+      assert.equal(await idGap(watcher, other, 7), 1);
+    });
+
+    test('when a new account creates its first pet in a store full of other accounts\' pets, then its id is 1: nothing tells how big the store is', async () => {
+      assert.ok(petsOf.a.length + petsOf.b.length > 30, 'the store holds other pets');
+      const newcomer = await app.createAccount('Newcomer');
+      assert.deepEqual([(await create(newcomer, 0)).id, (await create(newcomer, 1)).id], [1, 2]);
+    });
+
+    test('when two accounts hold the same pets and one of them also has neighbours, then pages, ids, Link cursors\' positions are identical: paging reveals nothing about others', async () => {
+      const alone = await app.createAccount('Alone2');
+      const crowded = await app.createAccount('Crowded2');
+      const noisy = await app.createAccount('Noisy2');
+      for (let i = 0; i < 6; i++) {
+        await create(noisy, i);
+        await create(alone, i);
+        await create(noisy, i + 50);
+        await create(crowded, i);
+      }
+      // A cursor is base64url of (version, status, last id) and a MAC bound to the account:
+      // the MAC differs by account; the position part must not.
+      const position = (link: string | null) => {
+        const cursor = new URL(/<([^>]+)>/.exec(link ?? '')?.[1] ?? '/', 'http://x').searchParams.get('cursor');
+        return cursor ? Buffer.from(cursor, 'base64url').subarray(0, 10).toString('hex') : null;
+      };
+      for (const status of STATUSES) {
+        for (const limit of [1, 2, 4]) {
+          let aloneNext: string | null = `/v1/pets?limit=${limit}${status ? `&status=${status}` : ''}`;
+          let crowdedNext: string | null = aloneNext;
+          while (aloneNext || crowdedNext) {
+            assert.ok(aloneNext && crowdedNext, 'the same number of pages');
+            const x: TestResponse = await app.request('GET', aloneNext, { key: alone.key });
+            const y: TestResponse = await app.request('GET', crowdedNext, { key: crowded.key });
+            assert.deepEqual(y.body, x.body, `same pets, same ids (${aloneNext})`);
+            assert.equal(position(y.headers.get('link')), position(x.headers.get('link')), 'same cursor position');
+            [aloneNext, crowdedNext] = [x, y].map((r) => /<([^>]+)>; rel="next"/.exec(r.headers.get('link') ?? '')?.[1] ?? null) as [string | null, string | null];
+          }
+        }
+      }
+    });
 
     test(
       'when a cursor\'s last character is changed in its unused low bits, then 400 invalid_cursor, as for any edited cursor',

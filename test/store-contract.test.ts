@@ -258,14 +258,63 @@ for (const backend of backends) {
     });
 
     describe('pets', () => {
-      it('when pets are created on a fresh database, then ids are numbers starting at 1 and increasing', async (t) => {
+      it('when two accounts create pets in turn, then each account numbers its own from 1, in creation order', async (t) => {
         const [store, a, b] = await storeWithAccounts(t, backend, 2);
-        const ids: number[] = [];
-        for (let i = 0; i < 5; i++) {
-          ids.push((await store.createPet(i % 2 ? a.id : b.id, { name: `Pet ${i}`, categoryId: 1 }, T0)).id);
+        const ids: Record<string, number[]> = { a: [], b: [] };
+        for (let i = 0; i < 7; i++) {
+          const owner = i % 3 === 2 ? 'b' : 'a';
+          ids[owner]!.push((await store.createPet(owner === 'a' ? a.id : b.id, { name: `Pet ${i}`, categoryId: 1 }, T0)).id);
         }
-        // Ids are global (not per account) and assigned by the database.
-        assert.deepEqual(ids, [1, 2, 3, 4, 5]);
+        assert.deepEqual(ids, { a: [1, 2, 3, 4, 5], b: [1, 2] });
+        // Both accounts have a pet 1; each sees its own.
+        assert.equal((await store.getPet(a.id, 1))?.name, 'Pet 0');
+        assert.equal((await store.getPet(b.id, 1))?.name, 'Pet 2');
+      });
+
+      it('when many creates for several accounts run at once, then each account\'s ids are 1…n in call order, unique, with no gaps', async (t) => {
+        const [store, a, b] = await storeWithAccounts(t, backend, 2);
+        const c = await withAccount(store);
+        const owners = Array.from({ length: 90 }, (_, i) => [a, b, c][i % 3]!.id);
+        const created = await Promise.all(owners.map((owner, i) => store.createPet(owner, { name: `P${i}`, categoryId: 1 }, T0)));
+        for (const account of [a, b, c]) {
+          const mine = created.filter((_, i) => owners[i] === account.id).map((p) => p.id);
+          if (backend.name === 'sqlite') assert.deepEqual(mine, Array.from({ length: 30 }, (_, i) => i + 1), 'one queue: ids follow the calls');
+          else assert.deepEqual([...mine].sort((x, y) => x - y), Array.from({ length: 30 }, (_, i) => i + 1));
+          assert.deepEqual((await store.listPets({ accountId: account.id, limit: 100 })).map((p) => p.id), [...mine].sort((x, y) => x - y));
+        }
+      });
+
+      it('when two stores (connections or processes) create pets for one account at once, then every id is unique and each store sees ascending ids', async (t) => {
+        const { store, database } = await openStore(t, backend);
+        await store.migrate();
+        const { store: other } = await openStore(t, backend, database.url);
+        const account = await withAccount(store);
+        const results = await Promise.all(
+          Array.from({ length: 60 }, (_, i) => (i % 2 ? other : store).createPet(account.id, { name: `P${i}`, categoryId: 1 }, T0)),
+        );
+        const ids = results.map((p) => p.id);
+        assert.equal(new Set(ids).size, 60, 'unique');
+        assert.deepEqual([...ids].sort((x, y) => x - y), Array.from({ length: 60 }, (_, i) => i + 1));
+        const next = await other.createPet(account.id, { name: 'After', categoryId: 1 }, T0);
+        assert.equal(next.id, 61);
+      });
+
+      it('when a create fails, then no id is ever handed out twice: later ids are above every id returned before', async (t) => {
+        const [store, account] = await storeWithAccounts(t, backend, 1);
+        const first = await store.createPet(account.id, { name: 'One', categoryId: 1 }, T0);
+        const bad = { name: 'Bad', categoryId: 1, status: 'lost' } as unknown as NewPet;
+        const outcomes = await Promise.allSettled([
+          store.createPet(account.id, { name: 'Two', categoryId: 1 }, T0),
+          store.createPet(account.id, bad, T0),
+          store.createPet(account.id, { name: 'Three', categoryId: 1 }, T0),
+        ]);
+        assert.equal(outcomes[1]!.status, 'rejected');
+        const [two, three] = [outcomes[0], outcomes[2]].map((o) => (o!.status === 'fulfilled' ? o.value : assert.fail(String(o))));
+        const after = await store.createPet(account.id, { name: 'Four', categoryId: 1 }, T0);
+        const ids = [first.id, two!.id, three!.id, after.id];
+        assert.equal(new Set(ids).size, 4);
+        assert.ok(after.id > Math.max(first.id, two!.id, three!.id), `ids ${ids.join(', ')}`);
+        assert.deepEqual((await store.listPets({ accountId: account.id, limit: 10 })).map((p) => p.name), ['One', ...[two!, three!].sort((x, y) => x.id - y.id).map((p) => p.name), 'Four']);
       });
 
       it('when a pet has no status, then the status property is absent from every result', async (t) => {

@@ -50,19 +50,28 @@ export async function seedStore(opts: {
   try {
     db.pragma('journal_mode = WAL');
     db.pragma('foreign_keys = ON');
-    const insert = db.prepare('INSERT INTO pets (account_id, name, category_id, status, created_at) VALUES (?, ?, ?, ?, ?)');
+    // Ids are numbered per account, as the service numbers them (accounts.last_pet_id).
+    const insertRow = db.prepare('INSERT INTO pets (account_id, id, name, category_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?)');
+    const lastIds = new Map<string, number>();
+    const insert = (accountId: string, name: string, categoryId: number, status: string | null, createdAt: string) => {
+      const id = (lastIds.get(accountId) ?? 0) + 1;
+      lastIds.set(accountId, id);
+      insertRow.run(accountId, id, name, categoryId, status, createdAt);
+    };
     const createdAt = new Date().toISOString();
     db.transaction(() => {
       let other = 0;
       for (let i = 0; i < opts.catalogPets; i++) {
-        insert.run(catalog.accountId, `${NAMES[i % NAMES.length]} ${i + 1}`, 1 + (i % 25), STATUSES[i % STATUSES.length] ?? null, createdAt);
-        // Interleave other tenants' rows, so the catalog's rows are not one contiguous run of the table.
+        insert(catalog.accountId, `${NAMES[i % NAMES.length]} ${i + 1}`, 1 + (i % 25), STATUSES[i % STATUSES.length] ?? null, createdAt);
+        // Interleave other tenants' rows, as real traffic would.
         if (i % 50 === 49 && other < opts.otherPets * others.length) {
           const owner = others[other % others.length]!;
-          insert.run(owner.accountId, `Other ${other}`, 1 + (other % 7), STATUSES[other % STATUSES.length] ?? null, createdAt);
+          insert(owner.accountId, `Other ${other}`, 1 + (other % 7), STATUSES[other % STATUSES.length] ?? null, createdAt);
           other++;
         }
       }
+      const setLast = db.prepare('UPDATE accounts SET last_pet_id = ? WHERE id = ?');
+      for (const [accountId, last] of lastIds) setLast.run(last, accountId);
     })();
     const catalogIds = db
       .prepare<[string], { id: number }>('SELECT id FROM pets WHERE account_id = ? ORDER BY id')

@@ -52,7 +52,11 @@ export type NewPet = Static<typeof NewPet>;
 
 export const Pet = Type.Object(
   {
-    id: Id('Unique identifier assigned by the service on creation.'),
+    id: Id(
+      'Unique identifier assigned by the service on creation, unique within your account: each account numbers its pets ' +
+        '1, 2, 3, … in creation order (gaps are possible; an id is never reused). Another account may have a pet with the ' +
+        'same number; ids tell nothing about other accounts.',
+    ),
     ...NewPet.properties,
   },
   { $id: 'Pet', additionalProperties: false, description: 'An animal. `status` is omitted when the animal has none.' },

@@ -25,7 +25,7 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_LEASE_MS = 60 * 1000;
 
 /** Same request ⇔ same fields and values, whatever the key order or whitespace of the JSON. */
-function requestHash(pet: NewPet): string {
+export function requestHash(pet: NewPet): string {
   const canonical = JSON.stringify([pet.name, pet.categoryId, pet.status ?? null]);
   return createHash('sha256').update(canonical).digest('hex');
 }

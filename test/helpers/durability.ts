@@ -22,13 +22,15 @@ export interface Fixture {
   url: string;
   accountId: string;
   key: string;
+  /** More accounts in the same store, each with a production key (createFixture's `others`). */
+  others: Array<{ accountId: string; key: string }>;
   /** Environment for `petstore serve`: this store, rate limits lifted, request logging on. */
   env: Record<string, string>;
   drop(): Promise<void>;
 }
 
-/** A fresh, migrated store with one account and one production key, made through the services. */
-export async function createFixture(backend: Backend): Promise<Fixture> {
+/** A fresh, migrated store with one account (plus `others` more) and a production key each, made through the services. */
+export async function createFixture(backend: Backend, others = 0): Promise<Fixture> {
   const database = await backend.createDatabase();
   const store = await createStore({ databaseUrl: database.url, pgPoolMax: 2 });
   try {
@@ -36,11 +38,17 @@ export async function createFixture(backend: Backend): Promise<Fixture> {
     const services = await createServices({ store, clock: { now: () => Date.now() }, environment: 'production' });
     const account = await services.accounts.create(`Durability ${backend.name}`);
     const { key } = await services.apiKeys.create(account.id, 'production');
+    const more: Fixture['others'] = [];
+    for (let i = 0; i < others; i++) {
+      const other = await services.accounts.create(`Durability ${backend.name} ${i + 2}`);
+      more.push({ accountId: other.id, key: (await services.apiKeys.create(other.id, 'production')).key });
+    }
     return {
       backend: backend.name,
       url: database.url,
       accountId: account.id,
       key,
+      others: more,
       env: {
         PETSTORE_DATABASE_URL: database.url,
         PETSTORE_ENV: 'production',
@@ -306,6 +314,8 @@ export interface Verified {
   committedWithoutResponse: number;
   /** Requests that got no response and whose pet was not committed (allowed). */
   notCommitted: number;
+  /** The highest pet id stored (0 when none). */
+  maxId: number;
 }
 
 /**
@@ -339,7 +349,7 @@ export async function verifyPets(baseUrl: string, key: string, sent: Map<string,
     }
   }
   for (const pet of listed) assert.ok(sent.has(pet.name), `stored pet ${pet.name} was sent by this test`);
-  return { stored: listed.length, acknowledged, committedWithoutResponse, notCommitted };
+  return { stored: listed.length, acknowledged, committedWithoutResponse, notCommitted, maxId: Math.max(0, ...byId.keys()) };
 }
 
 /**
@@ -354,8 +364,8 @@ export async function checkStoreIntegrity(fixture: Fixture, expectedPets: number
       const integrity = db.pragma('integrity_check', { simple: true });
       assert.equal(integrity, 'ok', `PRAGMA integrity_check: ${String(integrity)}`);
       assert.deepEqual(db.pragma('foreign_key_check'), [], 'PRAGMA foreign_key_check');
-      const counts = db.prepare<[], { n: number; d: number }>('SELECT count(*) AS n, count(DISTINCT id) AS d FROM pets').get()!;
-      assert.deepEqual(counts, { n: expectedPets, d: expectedPets }, 'pets rows and distinct ids match the API');
+      const counts = db.prepare<[], { n: number; d: number }>("SELECT count(*) AS n, count(DISTINCT account_id || '/' || id) AS d FROM pets").get()!;
+      assert.deepEqual(counts, { n: expectedPets, d: expectedPets }, 'pets rows and distinct (account, id) pairs match the API');
       return 'integrity_check ok, foreign_key_check empty';
     } finally {
       db.close();
@@ -364,8 +374,8 @@ export async function checkStoreIntegrity(fixture: Fixture, expectedPets: number
   const client = new pg.Client({ connectionString: fixture.url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ n: number; d: number }>('SELECT count(*)::int AS n, count(DISTINCT id)::int AS d FROM pets');
-    assert.deepEqual(rows[0], { n: expectedPets, d: expectedPets }, 'pets rows and distinct ids match the API');
+    const { rows } = await client.query<{ n: number; d: number }>('SELECT count(*)::int AS n, count(DISTINCT (account_id, id))::int AS d FROM pets');
+    assert.deepEqual(rows[0], { n: expectedPets, d: expectedPets }, 'pets rows and distinct (account, id) pairs match the API');
     const available = await client.query("SELECT 1 FROM pg_available_extensions WHERE name = 'amcheck'");
     if (available.rowCount === 0) return 'counts consistent (amcheck not available)';
     await client.query('CREATE EXTENSION IF NOT EXISTS amcheck');

@@ -138,6 +138,15 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
     });
 
   const petColumns = 'id, name, category_id, status';
+  // Pet ids are numbered per account (migration 3): the statement takes the next one from
+  // accounts.last_pet_id, whose row lock orders the account's concurrent creates (other
+  // accounts are not held up). In a transaction that rolls back, the counter rolls back too:
+  // the id was never shown to anyone. An unknown account has no counter: the id is NULL,
+  // and the insert fails on NOT NULL.
+  const insertPetSql = `
+    WITH next AS (UPDATE accounts SET last_pet_id = last_pet_id + 1 WHERE id = $1 RETURNING last_pet_id)
+    INSERT INTO pets (account_id, id, name, category_id, status, created_at)
+    VALUES ($1, (SELECT last_pet_id FROM next), $2, $3, $4, $5) RETURNING ${petColumns}`;
   const keyColumns = 'id, account_id, environment, key_hash, hint, created_at, revoked_at';
   let ended: Promise<void> | undefined;
 
@@ -257,10 +266,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
     },
 
     async createPet(accountId, pet: NewPet, createdAt) {
-      const [row] = await query<PetRow>(
-        `INSERT INTO pets (account_id, name, category_id, status, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING ${petColumns}`,
-        [accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt],
-      );
+      const [row] = await query<PetRow>(insertPetSql, [accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt]);
       return toPet(row!);
     },
 
@@ -319,10 +325,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
 
     async createPetWithIdempotencyKey(accountId, pet, createdAt, key) {
       return transaction(async (client) => {
-        const { rows } = await client.query<PetRow>(
-          `INSERT INTO pets (account_id, name, category_id, status, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING ${petColumns}`,
-          [accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt],
-        );
+        const { rows } = await client.query<PetRow>(insertPetSql, [accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt]);
         const done = await client.query(
           'UPDATE idempotency_keys SET pet_id = $1 WHERE account_id = $2 AND key = $3 AND pet_id IS NULL',
           [rows[0]!.id, accountId, key],

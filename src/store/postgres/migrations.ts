@@ -63,4 +63,38 @@ export const migrations: Migration[] = [
       CREATE INDEX idempotency_keys_by_created ON idempotency_keys (created_at);
     `,
   },
+  {
+    version: 3,
+    name: 'per-account pet ids',
+    // Pet ids were one global sequence, which told every account how many pets the others
+    // created. Now each account numbers its own (1, 2, 3, …) from accounts.last_pet_id, which
+    // only grows; the store takes a range from it in the statement that inserts the pets.
+    // Existing pets keep their ids; each account continues after its highest.
+    // The trigger serves writers that send no id (the previous release, during a rolling
+    // upgrade): it numbers their pets from the same counter. Writers that send the id skip
+    // it (the WHEN clause is checked without calling the function).
+    sql: `
+      ALTER TABLE accounts ADD COLUMN last_pet_id bigint NOT NULL DEFAULT 0;
+      UPDATE accounts SET last_pet_id = m.max_id
+        FROM (SELECT account_id, max(id) AS max_id FROM pets GROUP BY account_id) m
+        WHERE m.account_id = accounts.id;
+
+      ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pet_id_fkey;
+      ALTER TABLE pets ALTER COLUMN id DROP IDENTITY;
+      ALTER TABLE pets DROP CONSTRAINT pets_pkey;
+      DROP INDEX pets_by_account;
+      ALTER TABLE pets ADD CONSTRAINT pets_pkey PRIMARY KEY (account_id, id);
+      ALTER TABLE pets ADD CONSTRAINT pets_id_positive CHECK (id >= 1);
+      ALTER TABLE idempotency_keys ADD CONSTRAINT idempotency_keys_pet_fkey
+        FOREIGN KEY (account_id, pet_id) REFERENCES pets (account_id, id);
+
+      CREATE FUNCTION pets_number_in_account() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        UPDATE accounts SET last_pet_id = last_pet_id + 1 WHERE id = NEW.account_id RETURNING last_pet_id INTO NEW.id;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER pets_number_in_account BEFORE INSERT ON pets
+        FOR EACH ROW WHEN (NEW.id IS NULL) EXECUTE FUNCTION pets_number_in_account();
+    `,
+  },
 ];

@@ -131,6 +131,18 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     return readCache.getPage(accountId, status, afterId, limit);
   };
 
+  // Pet ids are numbered per account (migration 3): a batch takes, for each account in it,
+  // one contiguous range from accounts.last_pet_id (one UPDATE per account, under the write
+  // lock of the batch's transaction), in the order the calls were made. A pet that then fails
+  // leaves a gap; the counter never goes back, so an id is never handed out twice. An unknown
+  // account has no counter: its pets get ids from 1 and fail on the foreign key.
+  const allocateIds = (accountId: string, count: number): number => {
+    const row = stmt<[number, string], { last_pet_id: number }>(
+      'UPDATE accounts SET last_pet_id = last_pet_id + ? WHERE id = ? RETURNING last_pet_id',
+    ).get(count, accountId);
+    return row ? row.last_pet_id - count + 1 : 1;
+  };
+
   // Group commit for createPet: calls made while a batch is pending join it, and the batch
   // is written by one BEGIN IMMEDIATE … COMMIT, so one WAL fsync (synchronous=FULL) makes all
   // of it durable before any caller hears back. Rows go in by multi-row INSERTs of
@@ -140,37 +152,43 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
   // about two thirds of one statement and one savepoint per pet (issue 5's bench).
   const insertSqls: string[] = [];
   const insertSql = (rows: number) =>
-    (insertSqls[rows] ??= `INSERT INTO pets (account_id, name, category_id, status, created_at) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?)').join(', ')}`);
-  const insertChunk = db.transaction((chunk: PendingPet[]): Pet[] => {
+    (insertSqls[rows] ??= `INSERT INTO pets (account_id, id, name, category_id, status, created_at) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?, ?)').join(', ')}`);
+  const insertChunk = db.transaction((chunk: PendingPet[], ids: number[], offset: number): Pet[] => {
     const values: unknown[] = [];
-    for (const { accountId, pet, createdAt } of chunk) values.push(accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt);
-    const { changes, lastInsertRowid } = stmt<unknown[], never>(insertSql(chunk.length)).run(values);
-    if (changes !== chunk.length) throw new Error(`multi-row INSERT stored ${changes} of ${chunk.length} rows`);
-    // No RETURNING (it costs a quarter of the insert): one statement under the write lock
-    // inserts the VALUES rows in order, and AUTOINCREMENT gives each the previous id + 1, so
-    // the ids end at lastInsertRowid. The other columns are stored as bound (TEXT and
-    // INTEGER columns, validated values), so the pet is what a SELECT would return.
-    const first = Number(lastInsertRowid) - chunk.length + 1;
-    return chunk.map(({ pet }, i) => toPet({ id: first + i, name: pet.name, category_id: pet.categoryId, status: pet.status ?? null }));
+    chunk.forEach(({ accountId, pet, createdAt }, i) => values.push(accountId, ids[offset + i], pet.name, pet.categoryId, pet.status ?? null, createdAt));
+    stmt<unknown[], never>(insertSql(chunk.length)).run(values);
+    // No RETURNING (it costs a quarter of the insert): the columns are TEXT and INTEGER and
+    // the values validated, so the pet is what a SELECT would return.
+    return chunk.map(({ pet }, i) => toPet({ id: ids[offset + i]!, name: pet.name, category_id: pet.categoryId, status: pet.status ?? null }));
   });
-  /** Inserts `chunk` in a savepoint; on failure, one pet per savepoint. */
-  const insertChunkOrEach = (chunk: PendingPet[], results: Inserted[]) => {
+  /** Inserts `chunk` (ids from `ids[offset]` on) in a savepoint; on failure, one pet per savepoint. */
+  const insertChunkOrEach = (chunk: PendingPet[], ids: number[], offset: number, results: Inserted[]) => {
     try {
-      for (const pet of insertChunk(chunk)) results.push({ pet });
+      for (const pet of insertChunk(chunk, ids, offset)) results.push({ pet });
     } catch (error) {
       // Some errors (SQLITE_FULL, SQLITE_IOERR…) roll back the whole transaction: then
       // nothing of the batch is committed, and every caller gets the error.
       if (!db.inTransaction) throw error;
       if (chunk.length === 1) results.push({ error });
-      else for (const item of chunk) insertChunkOrEach([item], results);
+      else chunk.forEach((item, i) => insertChunkOrEach([item], ids, offset + i, results));
     }
   };
   const insertBatch = db.transaction((batch: PendingPet[]): Inserted[] => {
+    // Each call's id, in call order within its account.
+    const counts = new Map<string, number>();
+    for (const { accountId } of batch) counts.set(accountId, (counts.get(accountId) ?? 0) + 1);
+    const next = new Map<string, number>();
+    for (const [accountId, count] of counts) next.set(accountId, allocateIds(accountId, count));
+    const ids = batch.map(({ accountId }) => {
+      const id = next.get(accountId)!;
+      next.set(accountId, id + 1);
+      return id;
+    });
     const results: Inserted[] = [];
     let start = 0;
     while (start < batch.length) {
       const size = 2 ** Math.floor(Math.log2(batch.length - start));
-      insertChunkOrEach(batch.slice(start, start + size), results);
+      insertChunkOrEach(batch.slice(start, start + size), ids, start, results);
       start += size;
     }
     return results;
@@ -325,14 +343,15 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
         if (hit) return hit;
         generation = cache.generation(accountId);
       }
-      // INDEXED BY: the planner may otherwise walk the rowid and filter by account, so a
-      // page would cost (and time) in proportion to other accounts' pets.
+      // INDEXED BY: the planner may otherwise take the primary key and filter by status, so a
+      // filtered page would cost in proportion to the account's pets of other statuses. The
+      // primary key (account_id, id) serves the unfiltered page.
       const rows = status
         ? stmt<[string, string, number, number], PetRow>(
             `SELECT ${petColumns} FROM pets INDEXED BY pets_by_account_status WHERE account_id = ? AND status = ? AND id > ? ORDER BY id LIMIT ?`,
           ).all(accountId, status, afterId, limit)
         : stmt<[string, number, number], PetRow>(
-            `SELECT ${petColumns} FROM pets INDEXED BY pets_by_account WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`,
+            `SELECT ${petColumns} FROM pets WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`,
           ).all(accountId, afterId, limit);
       const pets = rows.map(toPet);
       return cache ? cache.setPage(accountId, status, afterId, limit, pets, generation) : pets;
@@ -366,8 +385,8 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
       try {
         return db.transaction(() => {
           const row = stmt<unknown[], PetRow>(
-            `INSERT INTO pets (account_id, name, category_id, status, created_at) VALUES (?, ?, ?, ?, ?) RETURNING ${petColumns}`,
-          ).get(accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt)!;
+            `INSERT INTO pets (account_id, id, name, category_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING ${petColumns}`,
+          ).get(accountId, allocateIds(accountId, 1), pet.name, pet.categoryId, pet.status ?? null, createdAt)!;
           const done = stmt<[number, string, string], unknown>(
             'UPDATE idempotency_keys SET pet_id = ? WHERE account_id = ? AND key = ? AND pet_id IS NULL',
           ).run(row.id, accountId, key);

@@ -59,4 +59,51 @@ export const migrations: Migration[] = [
       CREATE INDEX idempotency_keys_by_created ON idempotency_keys (created_at);
     `,
   },
+  {
+    version: 3,
+    name: 'per-account pet ids',
+    // Pet ids were one global sequence, which told every account how many pets the others
+    // created. Now each account numbers its own (1, 2, 3, …) from accounts.last_pet_id, which
+    // only grows. Existing pets keep their ids; each account continues after its highest.
+    // The table is rebuilt because its key changes: WITHOUT ROWID, clustered by (account, id),
+    // so a page is one contiguous range. The new tables get temporary names first so that the
+    // foreign key from idempotency_keys already points at the new pets table when the old ones
+    // are dropped (RENAME rewrites such references).
+    sql: `
+      ALTER TABLE accounts ADD COLUMN last_pet_id INTEGER NOT NULL DEFAULT 0;
+      UPDATE accounts SET last_pet_id = COALESCE((SELECT MAX(id) FROM pets WHERE pets.account_id = accounts.id), 0);
+
+      CREATE TABLE pets_v3 (
+        account_id  TEXT NOT NULL REFERENCES accounts (id),
+        id          INTEGER NOT NULL CHECK (id >= 1),
+        name        TEXT NOT NULL,
+        category_id INTEGER NOT NULL,
+        status      TEXT CHECK (status IN ('available', 'pending', 'sold')),
+        created_at  TEXT NOT NULL,
+        PRIMARY KEY (account_id, id)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO pets_v3 (account_id, id, name, category_id, status, created_at)
+        SELECT account_id, id, name, category_id, status, created_at FROM pets ORDER BY account_id, id;
+
+      CREATE TABLE idempotency_keys_v3 (
+        account_id   TEXT NOT NULL REFERENCES accounts (id),
+        key          TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        pet_id       INTEGER,
+        created_at   INTEGER NOT NULL,
+        locked_at    INTEGER NOT NULL,
+        PRIMARY KEY (account_id, key),
+        FOREIGN KEY (account_id, pet_id) REFERENCES pets_v3 (account_id, id)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO idempotency_keys_v3 SELECT account_id, key, request_hash, pet_id, created_at, locked_at FROM idempotency_keys;
+
+      DROP TABLE idempotency_keys;
+      DROP TABLE pets;
+      ALTER TABLE pets_v3 RENAME TO pets;
+      ALTER TABLE idempotency_keys_v3 RENAME TO idempotency_keys;
+      -- The primary key serves get and the unfiltered list; this serves the status filter.
+      CREATE INDEX pets_by_account_status ON pets (account_id, status, id);
+      CREATE INDEX idempotency_keys_by_created ON idempotency_keys (created_at);
+    `,
+  },
 ];
