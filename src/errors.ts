@@ -16,6 +16,8 @@ export const ERROR_CODES = {
   request_timeout: 'The client sent the request too slowly.',
   idempotency_key_reused: 'The Idempotency-Key was already used with a different request body.',
   idempotency_key_in_use: 'A request with the same Idempotency-Key is still being processed.',
+  pet_not_available: 'The pet cannot be ordered: its status is not `available`.',
+  invalid_transition: 'The order cannot make this move from its current status.',
   rate_limited: 'Too many requests for this API key; retry after the indicated delay.',
   internal_error: 'An unexpected error occurred on the server.',
   service_unavailable: 'A dependency (the database) is unavailable; retry after the indicated delay.',
@@ -90,6 +92,18 @@ export class IdempotencyKeyInUseError extends ApiError {
   constructor() {
     super(409, 'idempotency_key_in_use',
       'A request with this Idempotency-Key is still in progress. Retry after it completes.', { 'retry-after': '1' });
+  }
+}
+export class PetNotAvailableError extends ApiError {
+  constructor(petId: number, status: string | undefined) {
+    super(409, 'pet_not_available',
+      `Pet ${petId} is ${status === undefined ? 'not available: it has no status' : `${status}, not available`}. Only pets with status "available" can be ordered.`);
+  }
+}
+export class InvalidTransitionError extends ApiError {
+  constructor(orderId: number, status: string, action: string) {
+    super(409, 'invalid_transition',
+      `Order ${orderId} is ${status}: it cannot be ${action}. Only placed orders can be delivered or cancelled.`);
   }
 }
 export class RateLimitedError extends ApiError {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { fixedClock } from '../src/clock.js';
-import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS } from '../src/services/pets.js';
+import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS } from '../src/services/idempotency.js';
 import type { Store } from '../src/store/types.js';
 import { startApp } from './helpers/app.js';
 import { backends } from './helpers/backends.js';
@@ -145,7 +145,7 @@ for (const backend of backends) {
       assert.ok(won);
       assert.equal(lost, undefined);
       assert.equal((await store.listPets({ accountId, limit: 10 })).length, 1);
-      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: 3_000 }), { outcome: 'completed', requestHash: 'h1', petId: won.id });
+      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: 3_000 }), { outcome: 'completed', requestHash: 'h1', resourceId: won.id });
       assert.equal(await store.purgeIdempotencyKeys(1_001 + IDEMPOTENCY_LEASE_MS), 1);
     });
 

@@ -42,6 +42,47 @@ describe('SQLite read cache over HTTP', () => {
     assert.deepEqual(((await app.request('GET', '/v1/pets?status=sold', { key })).body as Pet[]).map((p) => p.name), ['Idem']);
   });
 
+  test('when this instance places, delivers and cancels orders, then the cached pet and every cached page (each status filter) show the new status at once', async (t) => {
+    const app = await startApp(t);
+    const { key } = await app.createAccount();
+    const pets = [];
+    for (const name of ['A', 'B']) pets.push((await app.request('POST', '/v1/pets', { key, body: { name, categoryId: 1, status: 'available' } })).body as Pet);
+    const [a, b] = pets as [Pet, Pet];
+    const view = async () => {
+      const out: Record<string, unknown> = {};
+      // Twice each: the second read comes from the cache, and must agree with the first.
+      for (let i = 0; i < 2; i++) {
+        out.a = ((await app.request('GET', `/v1/pets/${a.id}`, { key })).body as Pet).status;
+        for (const status of ['available', 'pending', 'sold']) {
+          out[status] = ((await app.request('GET', `/v1/pets?status=${status}`, { key })).body as Pet[]).map((p) => p.name);
+        }
+        out.all = ((await app.request('GET', '/v1/pets', { key })).body as Pet[]).map((p) => `${p.name}:${p.status}`);
+      }
+      return out;
+    };
+    assert.deepEqual(await view(), { a: 'available', available: ['A', 'B'], pending: [], sold: [], all: ['A:available', 'B:available'] });
+    const first = (await app.request('POST', '/v1/store/orders', { key, body: { petId: a.id } })).body as { id: number };
+    assert.deepEqual(await view(), { a: 'pending', available: ['B'], pending: ['A'], sold: [], all: ['A:pending', 'B:available'] });
+    await app.request('POST', `/v1/store/orders/${first.id}/deliver`, { key });
+    assert.deepEqual(await view(), { a: 'sold', available: ['B'], pending: [], sold: ['A'], all: ['A:sold', 'B:available'] });
+    const second = (await app.request('POST', '/v1/store/orders', { key, body: { petId: b.id } })).body as { id: number };
+    await app.request('POST', `/v1/store/orders/${second.id}/cancel`, { key });
+    assert.deepEqual(await view(), { a: 'sold', available: ['B'], pending: [], sold: ['A'], all: ['A:sold', 'B:available'] });
+  });
+
+  test('when another process moves a cached pet through an order, then the next request of this instance shows its new status', async (t) => {
+    const database = await sqliteBackend.createDatabase();
+    t.after(() => database.drop());
+    const reader = await startApp(t, { databaseUrl: database.url });
+    const writer = await startApp(t, { databaseUrl: database.url });
+    const { key } = await reader.createAccount();
+    const pet = (await reader.request('POST', '/v1/pets', { key, body: { name: 'Moved', categoryId: 1, status: 'available' } })).body as Pet;
+    for (let i = 0; i < 2; i++) assert.equal(((await reader.request('GET', `/v1/pets/${pet.id}`, { key })).body as Pet).status, 'available');
+    assert.equal((await writer.request('POST', '/v1/store/orders', { key, body: { petId: pet.id } })).status, 201);
+    assert.equal(((await reader.request('GET', `/v1/pets/${pet.id}`, { key })).body as Pet).status, 'pending');
+    assert.deepEqual(((await reader.request('GET', '/v1/pets?status=pending', { key })).body as Pet[]).map((p) => p.id), [pet.id]);
+  });
+
   test('when another process adds a pet to the same file, then the next request of this instance sees it', async (t) => {
     const database = await sqliteBackend.createDatabase();
     t.after(() => database.drop());
@@ -124,6 +165,22 @@ describe('SQLite read cache, directly', () => {
     cache.wrote('acct_a');
     assert.equal(cache.getPage('acct_a', undefined, 0, 21), undefined);
     assert.deepEqual(cache.getPage('acct_b', undefined, 0, 21), []);
+  });
+
+  test('when one of an account\'s pets changes, then that pet and the account\'s pages are dropped, and nothing of other accounts', () => {
+    const cache = createReadCache({ pages: 10, pets: 10 });
+    const pet = (id: number) => ({ id, name: `P${id}`, categoryId: 1, status: 'available' as const });
+    cache.setPet('acct_a', pet(1));
+    cache.setPet('acct_a', pet(2));
+    cache.setPet('acct_b', pet(1));
+    cache.setPage('acct_a', 'available', 0, 21, [pet(1), pet(2)], cache.generation('acct_a'));
+    cache.setPage('acct_b', 'available', 0, 21, [pet(1)], cache.generation('acct_b'));
+    cache.petChanged('acct_a', 1);
+    assert.equal(cache.getPet('acct_a', 1), undefined);
+    assert.equal(cache.getPage('acct_a', 'available', 0, 21), undefined);
+    assert.deepEqual(cache.getPet('acct_a', 2), pet(2), 'the account\'s other pets did not change');
+    assert.deepEqual(cache.getPet('acct_b', 1), pet(1));
+    assert.deepEqual(cache.getPage('acct_b', 'available', 0, 21), [pet(1)]);
   });
 
   test('when more pages and pets are cached than the limits, then the oldest go and the sizes stay bounded', () => {

@@ -20,7 +20,8 @@ import { registerShutdown } from './plugins/shutdown.js';
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../services/rate-limit.js';
 import { instrumentStore } from '../store/instrumented.js';
 import { healthRoutes } from './routes/health.js';
-import { createPetWire, petRoutes } from './routes/pets.js';
+import { createPetWire } from './routes/pets.js';
+import { v1Routes } from './routes/v1.js';
 import { createValidatorCompiler } from './validation.js';
 
 declare module 'fastify' {
@@ -197,7 +198,7 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
   await registerOpenApi(app, config);
   await app.register(healthRoutes, { store });
   const wire = createPetWire(metrics);
-  await app.register(petRoutes, { services, clock, rateLimiter, metrics, wire });
+  await app.register(v1Routes, { services, clock, rateLimiter, metrics, wire });
   if (config.fastPath) {
     fastPath = createFastPath({
       services,

@@ -66,3 +66,20 @@ export const HealthBody = Type.Object({ status: Type.String() });
 /** Stability marker for an operation's schema; operations without it are stable. */
 export type Stability = 'experimental' | 'beta';
 export const stability = (level: Stability) => ({ 'x-stability': level });
+
+/** RFC 8288 `Link` to the next page of a listing, root-relative, keeping `limit` and `status`. */
+export function nextPageLink(path: string, limit: number, status: string | undefined, cursor: string): string {
+  const next = new URLSearchParams({ limit: String(limit), ...(status ? { status } : {}), cursor });
+  return `<${path}?${next.toString()}>; rel="next"`;
+}
+
+/** The response headers of a listing's 200: rate limit, and the Link to the next page. */
+export function pageLinkHeaders(path: string) {
+  return {
+    ...rateLimitHeaders,
+    Link: {
+      type: 'string' as const,
+      description: `RFC 8288 link to the next page: \`<${path}?limit=20&cursor=…>; rel="next"\` (root-relative; keeps \`limit\` and \`status\`). Absent on the last page.`,
+    },
+  };
+}

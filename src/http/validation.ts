@@ -10,12 +10,15 @@ function newAjv(options: Options, schemas: TSchema[]): Ajv {
   // OpenAPI formats: constraints live in minimum/maximum, the format documents the wire type.
   ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
   ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && Math.abs(n) <= 2 ** 31 });
+  ajv.addFormat('date-time', { type: 'string', validate: (s: string) => RFC3339.test(s) && !Number.isNaN(Date.parse(s)) });
   ajv.addKeyword({ keyword: 'x-enum-descriptions', schemaType: 'object' });
+  ajv.addKeyword({ keyword: OPTIONAL_BODY, schemaType: 'boolean' });
   for (const schema of schemas) ajv.addSchema(schema);
   return ajv;
 }
 
 const DECIMAL_INTEGER = /^-?(0|[1-9][0-9]*)$/;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 
 /**
  * Query and path values arrive as strings. Ajv's own coercion also accepts "1e3", " 5"
@@ -27,11 +30,25 @@ function integerFields(schema: TSchema): string[] {
   return Object.keys(properties).filter((name) => properties[name]?.type === 'integer');
 }
 
+/** A body schema marked with this may be left out entirely (no body at all); a body that is sent must match. */
+export const OPTIONAL_BODY = 'x-body-optional';
+
 export function createValidatorCompiler(schemas: TSchema[]): FastifySchemaCompiler<TSchema> {
   const body = newAjv({ coerceTypes: false, useDefaults: false, removeAdditional: false }, schemas);
   const strings = newAjv({ coerceTypes: false, useDefaults: true, removeAdditional: false }, schemas);
   return ({ schema, httpPart }) => {
-    if (httpPart === 'body') return body.compile(schema);
+    if (httpPart === 'body') {
+      const validate = body.compile(schema);
+      if ((schema as Record<string, unknown>)[OPTIONAL_BODY] !== true) return validate;
+      const validateOptional = (data: unknown) => {
+        // Fastify hands a request without a body over as null or undefined.
+        const valid = data === undefined || data === null || validate(data);
+        validateOptional.errors = validate.errors;
+        return valid;
+      };
+      validateOptional.errors = validate.errors;
+      return validateOptional;
+    }
     const validate = strings.compile(schema);
     const integers = integerFields(schema);
     const validateStrings = (data: unknown) => {
@@ -82,6 +99,7 @@ export function describeValidationError(error: ErrorObject, part: string): strin
     }
     case 'additionalProperties': {
       const allowed = Object.keys(parent.properties ?? {}).join(', ');
+      if (!allowed) return `${kind} "${String(params.additionalProperty)}" is not allowed: this operation takes no fields. Send no body, or {}.`;
       return `${kind} "${String(params.additionalProperty)}" is not allowed. Allowed: ${allowed}.`;
     }
     case 'type':

@@ -80,51 +80,111 @@ export const ErrorBody = Type.Object(
 );
 export type ErrorBody = Static<typeof ErrorBody>;
 
-/** Registered with Fastify (validation, serialization) and published as OpenAPI components. */
-export const sharedSchemas = [PetStatus, NewPet, Pet, Pets, ErrorBody];
+export const ORDER_STATUSES = ['placed', 'delivered', 'cancelled'] as const;
 
-export const ListPetsQuery = Type.Object(
+export const OrderStatus = Type.Enum(ORDER_STATUSES, {
+  $id: 'OrderStatus',
+  type: 'string',
+  description:
+    'Where an order is in its lifecycle. `placed`: the pet is reserved (its status is `pending`); `delivered`: the sale is ' +
+    'done (the pet is `sold`); `cancelled`: the reservation was released (the pet is `available` again). `delivered` and ' +
+    '`cancelled` are final.',
+});
+export type OrderStatus = Static<typeof OrderStatus>;
+
+const Timestamp = (description: string) =>
+  Type.String({ format: 'date-time', description: `${description} RFC 3339, UTC, millisecond precision.`, examples: ['2026-11-23T10:15:30.000Z'] });
+
+export const NewOrder = Type.Object(
+  { petId: Id('The pet to order: one of your pets, currently `available`.') },
   {
-    limit: Type.Optional(
-      Type.Integer({
-        minimum: 1,
-        maximum: PAGE_LIMIT_MAX,
-        default: PAGE_LIMIT_DEFAULT,
-        description: 'Maximum number of animals to return.',
-      }),
-    ),
-    status: Type.Optional(ref(PetStatus)),
-    cursor: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 512,
-        description: 'Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. Do not build or edit it.',
-      }),
-    ),
+    $id: 'NewOrder',
+    additionalProperties: false,
+    description: 'An order to place. Unknown fields are rejected with 400 `invalid_request`.',
   },
-  { additionalProperties: false },
 );
+export type NewOrder = Static<typeof NewOrder>;
+
+export const Order = Type.Object(
+  {
+    id: Id('Identifier assigned by the service, numbered per account from 1 like pet ids (unique within your account, never reused).'),
+    petId: Id('The ordered pet.'),
+    status: ref(OrderStatus),
+    createdAt: Timestamp('When the order was placed.'),
+    updatedAt: Timestamp('When the order last changed status (equals `createdAt` until then).'),
+  },
+  { $id: 'Order', additionalProperties: false, description: 'An order for one pet. Experimental: the shape may still change.' },
+);
+export type Order = Static<typeof Order>;
+
+export const Orders = Type.Array(ref(Order), { $id: 'Orders', description: 'A page of orders, in ascending id order.' });
+
+/** Registered with Fastify (validation, serialization) and published as OpenAPI components. */
+export const sharedSchemas = [PetStatus, NewPet, Pet, Pets, OrderStatus, NewOrder, Order, Orders, ErrorBody];
+
+/** The query of a keyset-paginated listing: `limit`, a `status` filter, `cursor`. */
+function pageQuery<S extends TSchema>(things: string, status: S) {
+  return Type.Object(
+    {
+      limit: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: PAGE_LIMIT_MAX,
+          default: PAGE_LIMIT_DEFAULT,
+          description: `Maximum number of ${things} to return.`,
+        }),
+      ),
+      status: Type.Optional(status),
+      cursor: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 512,
+          description: 'Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. Do not build or edit it.',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  );
+}
+
+export const ListPetsQuery = pageQuery('animals', ref(PetStatus));
 export type ListPetsQuery = Static<typeof ListPetsQuery>;
+
+export const ListOrdersQuery = pageQuery('orders', ref(OrderStatus));
+export type ListOrdersQuery = Static<typeof ListOrdersQuery>;
+
+export const OrderIdParams = Type.Object({ orderId: Id('The identifier of the order.') }, { additionalProperties: false });
+
+/** Transitions take no input: no body, or an empty object (x-body-optional: see src/http/validation.ts). */
+export const EmptyBody = Type.Object({}, { additionalProperties: false, 'x-body-optional': true, description: 'No fields: send no body, or `{}`.' });
 
 export const PetIdParams = Type.Object({ petId: Id('The identifier of the animal to retrieve.') }, { additionalProperties: false });
 
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 
-export const CreatePetHeaders = Type.Object({
-  'idempotency-key': Type.Optional(
-    Type.String({
-      // A structured-field string with or without its quotes: 1–255 visible ASCII characters.
-      pattern: '^(?:"[ !#-\\[\\]-~]{1,255}"|[!#-~][!-~]{0,254})$',
-      description:
-        'Makes the create safe to retry (draft-ietf-httpapi-idempotency-key-header). 1 to 255 visible ASCII characters, ' +
-        'quoted (`"8e03978e-…"`) or not; a UUID is a good choice. Scoped to your account and kept for 24 hours: a retry ' +
-        'with the same key and body replays the first response (with `Idempotent-Replayed: true`) without creating ' +
-        'another pet; the same key with a different body answers 422 `idempotency_key_reused`; a retry while the ' +
-        'first request is still running answers 409 `idempotency_key_in_use`.',
-    }),
-  ),
-});
+/** The Idempotency-Key header of a create (`thing`: what a retry does not create twice). */
+function idempotencyHeaders(thing: string) {
+  return Type.Object({
+    'idempotency-key': Type.Optional(
+      Type.String({
+        // A structured-field string with or without its quotes: 1–255 visible ASCII characters.
+        pattern: '^(?:"[ !#-\\[\\]-~]{1,255}"|[!#-~][!-~]{0,254})$',
+        description:
+          'Makes the create safe to retry (draft-ietf-httpapi-idempotency-key-header). 1 to 255 visible ASCII characters, ' +
+          'quoted (`"8e03978e-…"`) or not; a UUID is a good choice. Scoped to your account and kept for 24 hours: a retry ' +
+          `with the same key and body replays the first response (with \`Idempotent-Replayed: true\`) without creating ` +
+          `another ${thing}; the same key with a different body (or on another operation) answers 422 \`idempotency_key_reused\`; ` +
+          'a retry while the first request is still running answers 409 `idempotency_key_in_use`. Only successes are ' +
+          'remembered: after an error, a retry with the same key runs the request again.',
+      }),
+    ),
+  });
+}
+
+export const CreatePetHeaders = idempotencyHeaders('pet');
 export type CreatePetHeaders = Static<typeof CreatePetHeaders>;
+
+export const PlaceOrderHeaders = idempotencyHeaders('order');
 
 /** The key inside an Idempotency-Key header value (quotes removed). */
 export function idempotencyKeyValue(header: string): string {

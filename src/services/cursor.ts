@@ -1,40 +1,45 @@
 // Opaque keyset cursors: version, status filter and last id, authenticated with an
-// HMAC bound to the account. Tampering, truncation, reuse across accounts or with a
-// different filter are all detected and rejected.
+// HMAC bound to the account and the collection (pets, orders). Tampering, truncation, reuse
+// across accounts, collections or with a different filter are all detected and rejected.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { InvalidCursorError } from '../errors.js';
-import { PET_STATUSES, type PetStatus } from '../schemas/index.js';
 
 const VERSION = 1;
 const PAYLOAD_LENGTH = 1 + 1 + 8;
 const MAC_LENGTH = 16;
 
-export interface CursorPosition {
+export interface CursorPosition<S extends string> {
   afterId: number;
-  status: PetStatus | undefined;
+  status: S | undefined;
 }
 
 /** Verified cursors remembered, so paging clients re-sending one skip the HMAC. */
 const VERIFIED_MAX = 4096;
 
-export function createCursorCodec(secret: string) {
+/**
+ * `statuses`: the collection's status filter values, in a fixed order (the cursor stores an
+ * index). `collection`: undefined for pets, whose cursors predate collections and keep their
+ * MAC; any other collection signs with its own key, so a pets cursor is refused for orders.
+ */
+export function createCursorCodec<S extends string>(secret: string, statuses: readonly S[], collection?: string) {
+  const key = collection === undefined ? secret : createHmac('sha256', secret).update(`cursor:${collection}`).digest();
   const mac = (accountId: string, payload: Buffer) =>
-    createHmac('sha256', secret).update(accountId).update('\0').update(payload).digest().subarray(0, MAC_LENGTH);
+    createHmac('sha256', key).update(accountId).update('\0').update(payload).digest().subarray(0, MAC_LENGTH);
   // A cursor never expires and the secret never changes while we run, so one that verified
   // for (account, status) always will: remembering it is exact. Only successes are kept.
   const verified = new Map<string, number>();
 
   return {
-    encode(accountId: string, position: CursorPosition): string {
+    encode(accountId: string, position: CursorPosition<S>): string {
       const payload = Buffer.alloc(PAYLOAD_LENGTH);
       payload.writeUInt8(VERSION, 0);
-      payload.writeUInt8(position.status ? PET_STATUSES.indexOf(position.status) + 1 : 0, 1);
+      payload.writeUInt8(position.status ? statuses.indexOf(position.status) + 1 : 0, 1);
       payload.writeBigUInt64BE(BigInt(position.afterId), 2);
       return Buffer.concat([payload, mac(accountId, payload)]).toString('base64url');
     },
 
     /** The position to continue from; throws InvalidCursorError unless issued to this account for this filter. */
-    decode(accountId: string, cursor: string, status: PetStatus | undefined): number {
+    decode(accountId: string, cursor: string, status: S | undefined): number {
       const memoKey = `${accountId}\0${status ?? ''}\0${cursor}`;
       const known = verified.get(memoKey);
       if (known !== undefined) return known;
@@ -45,7 +50,7 @@ export function createCursorCodec(secret: string) {
     },
   };
 
-  function verify(accountId: string, cursor: string, status: PetStatus | undefined): number {
+  function verify(accountId: string, cursor: string, status: S | undefined): number {
     const raw = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url') : Buffer.alloc(0);
     // The re-encoding check refuses other spellings of the same bytes (spare base64 bits).
     if (raw.length !== PAYLOAD_LENGTH + MAC_LENGTH || raw.toString('base64url') !== cursor || raw.readUInt8(0) !== VERSION) {
@@ -56,7 +61,7 @@ export function createCursorCodec(secret: string) {
       throw new InvalidCursorError('The cursor is not valid for this API key. Use the cursor from the Link header exactly as given, or omit it to start over.');
     }
     const statusIndex = payload.readUInt8(1);
-    const cursorStatus = statusIndex === 0 ? undefined : PET_STATUSES[statusIndex - 1];
+    const cursorStatus = statusIndex === 0 ? undefined : statuses[statusIndex - 1];
     if (cursorStatus !== status) {
       throw new InvalidCursorError(
         `The cursor was issued for ${cursorStatus ? `status=${cursorStatus}` : 'no status filter'}; keep the same status filter while paging, or omit the cursor to start over.`,
@@ -68,4 +73,28 @@ export function createCursorCodec(secret: string) {
   }
 }
 
-export type CursorCodec = ReturnType<typeof createCursorCodec>;
+export type CursorCodec<S extends string> = ReturnType<typeof createCursorCodec<S>>;
+
+export interface PageRequest<S extends string> {
+  limit: number;
+  status?: S | undefined;
+  cursor?: string | undefined;
+}
+
+/** Where a page starts (after the cursor's id) and how many rows to fetch: one extra tells whether a next page exists, without a COUNT. */
+export function pageBounds<S extends string>(codec: CursorCodec<S>, accountId: string, page: PageRequest<S>): { afterId: number; limit: number } {
+  return { afterId: page.cursor === undefined ? 0 : codec.decode(accountId, page.cursor, page.status), limit: page.limit + 1 };
+}
+
+/** The page's items and the cursor after them, from the rows pageBounds asked for. */
+export function pageOf<T extends { id: number }, S extends string>(
+  codec: CursorCodec<S>,
+  accountId: string,
+  page: PageRequest<S>,
+  rows: readonly T[],
+): { items: T[]; nextCursor: string | undefined } {
+  const items = rows.slice(0, page.limit);
+  const last = items[items.length - 1];
+  const nextCursor = rows.length > page.limit && last ? codec.encode(accountId, { afterId: last.id, status: page.status }) : undefined;
+  return { items, nextCursor };
+}

@@ -6,7 +6,9 @@ import type { Store } from '../store/types.js';
 import { createAccountService } from './accounts.js';
 import { createApiKeyService } from './api-keys.js';
 import { createCursorCodec } from './cursor.js';
+import { createOrderService } from './orders.js';
 import { createPetService } from './pets.js';
+import { ORDER_STATUSES, PET_STATUSES } from '../schemas/index.js';
 
 export async function createServices(deps: { store: Store; clock: Clock; environment: Environment }) {
   const { store, clock, environment } = deps;
@@ -15,7 +17,8 @@ export async function createServices(deps: { store: Store; clock: Clock; environ
   return {
     accounts: createAccountService({ store, clock }),
     apiKeys: createApiKeyService({ store, clock, environment }),
-    pets: createPetService({ store, clock, cursors: createCursorCodec(cursorSecret) }),
+    pets: createPetService({ store, clock, cursors: createCursorCodec(cursorSecret, PET_STATUSES) }),
+    orders: createOrderService({ store, clock, cursors: createCursorCodec(cursorSecret, ORDER_STATUSES, 'orders') }),
   };
 }
 

@@ -20,6 +20,10 @@ const TIMED = [
   'createPetWithIdempotencyKey',
   'releaseIdempotencyKey',
   'purgeIdempotencyKeys',
+  'placeOrder',
+  'getOrder',
+  'listOrders',
+  'moveOrder',
   'ping',
 ] as const satisfies ReadonlyArray<keyof Store>;
 

@@ -1,6 +1,6 @@
 // Row shapes and mappers shared by both backends: the tables have the same columns, so a
 // row reads the same way from SQLite and PostgreSQL.
-import type { Pet, PetStatus } from '../schemas/index.js';
+import type { Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
 import type { ApiKeyRecord } from './types.js';
 
 export interface PetRow {
@@ -8,6 +8,20 @@ export interface PetRow {
   name: string;
   category_id: number;
   status: PetStatus | null;
+}
+
+export interface OrderRow {
+  id: number;
+  pet_id: number;
+  status: OrderStatus;
+  created_at: string;
+  updated_at: string;
+}
+
+export const ORDER_COLUMNS = 'id, pet_id, status, created_at, updated_at';
+
+export function toOrder(row: OrderRow): Order {
+  return { id: row.id, petId: row.pet_id, status: row.status, createdAt: row.created_at, updatedAt: row.updated_at };
 }
 
 export interface KeyRow {

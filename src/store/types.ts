@@ -1,7 +1,7 @@
 // The persistence contract. Services depend on this interface only; each backend
 // (sqlite/, postgres/) implements it and must pass the same contract test suite.
 import type { Environment } from '../config.js';
-import type { NewPet, Pet, PetStatus } from '../schemas/index.js';
+import type { NewPet, Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
 
 export interface Account {
   id: string;
@@ -39,8 +39,8 @@ export interface PoolStats {
 export type IdempotencyClaim =
   /** The caller owns the key now and must create the pet (or release the key on failure). */
   | { outcome: 'claimed' }
-  /** A request with this key completed: replay the pet it created. */
-  | { outcome: 'completed'; requestHash: string; petId: number }
+  /** A request with this key completed: replay what it created (a pet or an order; the request hash tells which). */
+  | { outcome: 'completed'; requestHash: string; resourceId: number }
   /** A request with this key is still running. */
   | { outcome: 'in_flight'; requestHash: string };
 
@@ -56,7 +56,53 @@ export interface IdempotencyClaimInput {
   leaseMs: number;
 }
 
-export interface Store {
+export interface ListOrdersQuery {
+  accountId: string;
+  limit: number;
+  status?: OrderStatus | undefined;
+  /** Keyset position: only orders with id greater than this. */
+  afterId?: number | undefined;
+}
+
+export type PlaceOrderResult =
+  | { outcome: 'placed'; order: Order }
+  | { outcome: 'pet_not_found' }
+  /** The pet exists but is not `available` (undefined: it has no status). */
+  | { outcome: 'pet_not_available'; petStatus: PetStatus | undefined }
+  /** With an idempotency key: another request completed the key meanwhile; nothing was written. */
+  | { outcome: 'idempotency_race' };
+
+/** A compare-and-set on an order and its pet, decided by the service's state machine. */
+export interface OrderMove {
+  from: OrderStatus;
+  to: OrderStatus;
+  /** The pet's status while the order is `from`, and after the move. */
+  petFrom: PetStatus;
+  petTo: PetStatus;
+}
+
+export type MoveOrderResult =
+  | { outcome: 'moved'; order: Order }
+  /** The order was not in `move.from`: nothing changed; this is the order as it is. */
+  | { outcome: 'not_moved'; order: Order }
+  | { outcome: 'not_found' };
+
+/** Orders (src/store/<backend>/orders.ts). Every call is scoped by account. */
+export interface OrderRepository {
+  /**
+   * In one transaction: the pet must be the account's and `available`; it becomes `pending` and
+   * an order `placed` is created with the account's next order id. With `idempotencyKey` (a key
+   * the caller claimed), the key is completed with the order in the same transaction.
+   */
+  placeOrder(accountId: string, petId: number, createdAt: string, idempotencyKey?: string): Promise<PlaceOrderResult>;
+  getOrder(accountId: string, id: number): Promise<Order | undefined>;
+  /** Orders of one account in ascending id order, at most `limit`. */
+  listOrders(query: ListOrdersQuery): Promise<readonly Order[]>;
+  /** Moves the order and its pet together, if the order is in `move.from`. */
+  moveOrder(accountId: string, id: number, move: OrderMove, updatedAt: string): Promise<MoveOrderResult>;
+}
+
+export interface Store extends OrderRepository {
   readonly kind: 'sqlite' | 'postgres';
   /** Connection pool usage, for backends that pool connections. */
   poolStats?(): PoolStats;

@@ -496,19 +496,15 @@ function bodyFor(schema: Schema, resolve: (s: Schema) => Schema, bodyLimit: numb
   const s = resolve(schema);
   const props = Object.entries((s.properties ?? {}) as Record<string, Schema>);
   const valid = validValue(schema, resolve) as fc.Arbitrary<Record<string, unknown>>;
-  const propName = fc.constantFrom(...props.map(([name]) => name));
-  const mutations: Array<fc.Arbitrary<{ body: BodySpec; clean: boolean; label: string }>> = [
+  // Mutations of one field: none for a body without fields (deliverOrder, cancelOrder take `{}`).
+  const propName = fc.constantFrom(...(props.length ? props.map(([name]) => name) : ['']));
+  const fieldMutations: Array<fc.Arbitrary<{ body: BodySpec; clean: boolean; label: string }>> = props.length === 0 ? [] : [
     // A required field missing.
     fc.tuple(valid, propName).map(([v, name]) => {
       const copy = { ...v };
       delete copy[name];
       return { body: { kind: 'json', value: copy } as BodySpec, clean: false, label: 'body:missing-field' };
     }),
-    // An unknown field, including "__proto__", "constructor" and "id".
-    fc
-      .tuple(valid, fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', 'id', '', 'Name', 'name ', 'toString'), fc.string({ maxLength: 8 })), fc.jsonValue({ maxDepth: 2 }))
-      .filter(([v, key]) => !(key in v) && !props.some(([name]) => name === key))
-      .map(([v, key, extra]) => ({ body: { kind: 'json', value: new JsonEntries([...Object.entries(v), [key, extra]]) } as BodySpec, clean: false, label: 'body:extra-field' })),
     // One field with a value its schema refuses.
     fc
       .tuple(valid, fc.constantFrom(...props))
@@ -521,6 +517,14 @@ function bodyFor(schema: Schema, resolve: (s: Schema) => Schema, bodyLimit: numb
       clean: false,
       label: 'body:duplicate-key',
     })),
+  ];
+  const mutations: Array<fc.Arbitrary<{ body: BodySpec; clean: boolean; label: string }>> = [
+    ...fieldMutations,
+    // An unknown field, including "__proto__", "constructor" and "id".
+    fc
+      .tuple(valid, fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', 'id', '', 'Name', 'name ', 'toString'), fc.string({ maxLength: 8 })), fc.jsonValue({ maxDepth: 2 }))
+      .filter(([v, key]) => !(key in v) && !props.some(([name]) => name === key))
+      .map(([v, key, extra]) => ({ body: { kind: 'json', value: new JsonEntries([...Object.entries(v), [key, extra]]) } as BodySpec, clean: false, label: 'body:extra-field' })),
   ];
   const shapes: Array<fc.Arbitrary<{ body: BodySpec; clean: boolean; label: string }>> = [
     fc.jsonValue({ maxDepth: 3 }).map((value) => ({ body: { kind: 'json', value } as BodySpec, clean: false, label: 'body:random-json' })),
@@ -954,7 +958,7 @@ function checkResponse(ctx: FuzzContext, plan: Plan, m: Materialized, res: WireR
   // Nothing leaks: every pet in a 2xx body is the requester's, exactly as created.
   if (res.status >= 200 && res.status < 300 && op && !head) {
     const pets = (Array.isArray(res.json) ? res.json : [res.json]) as StoredPet[];
-    if (op.method === 'POST' && m.requester) {
+    if (op.id === 'createPet' && m.requester) {
       // Idempotency keys are shared between the accounts in the plans: a replay must never
       // hand one account the other's pet.
       // Ids are numbered per account, so the other account may hold the same id: what must
@@ -964,6 +968,8 @@ function checkResponse(ctx: FuzzContext, plan: Plan, m: Materialized, res: WireR
       else assert.ok(!ctx.pets[m.requester].has(created.id), `account ${m.requester} got id ${created.id} a second time:\n${where}`);
     } else if (op.method !== 'POST') {
       assert.ok(m.requester, `a 2xx without a valid key:\n${where}`);
+    }
+    if (m.requester && (op.id === 'getPet' || op.id === 'listPets')) {
       for (const pet of pets) {
         // The requester's own pet with that id, exactly (the other account's pet with the
         // same number has another name: the setup names them by account).
@@ -981,7 +987,7 @@ function checkResponse(ctx: FuzzContext, plan: Plan, m: Materialized, res: WireR
 
 /** The exact answers to clean requests. */
 function oracle(ctx: FuzzContext, op: OperationInfo | undefined, m: Materialized, res: WireResponse, where: string): void {
-  if (op?.method === 'POST' && m.request.body) {
+  if (op?.id === 'createPet' && m.request.body) {
     assert.equal(res.status, 201, `a valid pet is created:\n${where}`);
     const sent = JSON.parse(Buffer.from(m.request.body).toString('utf8')) as Omit<StoredPet, 'id'>;
     const created = res.json as StoredPet;
@@ -1017,9 +1023,17 @@ function oracle(ctx: FuzzContext, op: OperationInfo | undefined, m: Materialized
 function record(ctx: FuzzContext, m: Materialized, res: WireResponse): void {
   if (!m.requester || m.request.method === 'HEAD') return;
   const op = documentedOperation(ctx, m.request.method, m.request.target);
-  if (op?.method === 'POST' && res.status === 201) {
+  if (op?.id === 'createPet' && res.status === 201) {
     const pet = res.json as StoredPet;
     ctx.pets[m.requester].set(pet.id, pet);
+  }
+  // Orders move their pet's status; the model follows, so later reads are still checked exactly.
+  const moved = (op?.id === 'placeOrder' && res.status === 201) || ((op?.id === 'deliverOrder' || op?.id === 'cancelOrder') && res.status === 200);
+  if (moved) {
+    const order = res.json as { petId: number; status: 'placed' | 'delivered' | 'cancelled' };
+    const pet = ctx.pets[m.requester].get(order.petId);
+    const status = ({ placed: 'pending', delivered: 'sold', cancelled: 'available' } as const)[order.status];
+    if (pet) ctx.pets[m.requester].set(order.petId, { ...pet, status });
   }
   const link = res.headers.link;
   if (op?.id === 'listPets' && res.status === 200 && link) {

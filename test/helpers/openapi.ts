@@ -24,6 +24,8 @@ export interface CheckedResponse {
 export function createOpenApiChecker(doc: OpenApiDocument) {
   const ajv = new Ajv({ strict: false, allErrors: true });
   ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
+  // What the API promises for every timestamp: RFC 3339, UTC, milliseconds.
+  ajv.addFormat('date-time', { type: 'string', validate: (s: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(s) && !Number.isNaN(Date.parse(s)) });
   ajv.addSchema({ components: doc.components }, 'doc');
   const cache = new Map<string, ValidateFunction>();
   const validator = (schema: Record<string, unknown>) => {

@@ -51,12 +51,36 @@ describe('OpenAPI document', () => {
     ]);
   });
 
-  test('when listing operations, then exactly listPets, createPet and getPet exist at paths relative to /v1', () => {
-    assert.deepEqual(Object.keys(doc.paths).sort(), ['/pets', '/pets/{petId}']);
+  test('when listing operations, then the pet operations and the experimental order operations exist at paths relative to /v1, all tagged animals', () => {
+    assert.deepEqual(Object.keys(doc.paths).sort(), [
+      '/pets', '/pets/{petId}', '/store/orders', '/store/orders/{orderId}', '/store/orders/{orderId}/cancel', '/store/orders/{orderId}/deliver',
+    ]);
     assert.equal(op('/pets', 'get').operationId, 'listPets');
     assert.equal(op('/pets', 'post').operationId, 'createPet');
     assert.equal(op('/pets/{petId}', 'get').operationId, 'getPet');
-    for (const o of [op('/pets', 'get'), op('/pets', 'post'), op('/pets/{petId}', 'get')]) assert.deepEqual(o.tags, ['animals']);
+    const orders = {
+      listOrders: op('/store/orders', 'get'),
+      placeOrder: op('/store/orders', 'post'),
+      getOrder: op('/store/orders/{orderId}', 'get'),
+      deliverOrder: op('/store/orders/{orderId}/deliver', 'post'),
+      cancelOrder: op('/store/orders/{orderId}/cancel', 'post'),
+    };
+    for (const [id, o] of Object.entries(orders)) {
+      assert.equal(o.operationId, id);
+      assert.equal(o['x-stability'], 'experimental', `${id} is experimental`);
+      assert.deepEqual(o.security ?? doc.security, [{ bearerAuth: [] }]);
+      assert.equal(o['x-hideTryItPanel'], id === 'listOrders' ? true : undefined, `${id}: x-hideTryItPanel only on listOrders`);
+    }
+    for (const id of ['deliverOrder', 'cancelOrder'] as const) {
+      assert.equal((orders[id] as { requestBody?: { required?: boolean } }).requestBody?.required, false, `${id}: the body may be left out`);
+    }
+    for (const path of Object.keys(doc.paths)) {
+      for (const o of Object.values(doc.paths[path]!)) assert.deepEqual((o as { tags?: string[] }).tags, ['animals']);
+    }
+    assert.deepEqual((doc.components.schemas.OrderStatus as { enum?: string[] }).enum, ['placed', 'delivered', 'cancelled']);
+    assert.deepEqual((doc.components.schemas.NewOrder as { required?: string[] }).required, ['petId']);
+    assert.deepEqual(Object.keys((doc.components.schemas.Order as { properties: object }).properties), ['id', 'petId', 'status', 'createdAt', 'updatedAt']);
+    assert.match(String((doc.components.schemas.Pet as { properties: { id: { description: string } } }).properties.id.description), /unique within your account/);
   });
 
   test('when reading security, then bearerAuth is an HTTP bearer scheme applied to every operation', () => {
@@ -139,7 +163,7 @@ describe('OpenAPI document', () => {
     assert.equal(result.status, 0, result.stdout + result.stderr);
   });
 
-  test('when no operation is marked, then none carries x-stability (as in the spec)', () => {
+  test('when a pet operation is read, then none carries x-stability (as in the spec: they are stable)', () => {
     for (const o of [op('/pets', 'get'), op('/pets', 'post'), op('/pets/{petId}', 'get')]) assert.equal(o['x-stability'], undefined);
   });
 });

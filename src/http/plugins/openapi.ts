@@ -4,8 +4,26 @@
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
+import { OPTIONAL_BODY } from '../validation.js';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
+
+interface OpenApiShape {
+  paths?: Record<string, Record<string, { requestBody?: { required?: boolean; content?: Record<string, { schema?: Record<string, unknown> }> } }>>;
+}
+
+/** @fastify/swagger marks every request body required; bodies our validator lets clients leave out (OPTIONAL_BODY) are not. */
+function markOptionalBodies<T extends OpenApiShape>(document: T): T {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      const schema = operation.requestBody?.content?.['application/json']?.schema;
+      if (schema?.[OPTIONAL_BODY] !== true) continue;
+      operation.requestBody!.required = false;
+      delete schema[OPTIONAL_BODY];
+    }
+  }
+  return document;
+}
 
 const DESCRIPTION = `Pet store inventory over HTTP with JSON bodies.
 
@@ -15,7 +33,15 @@ staging keys with \`psk_test_\`; a key only works in its own environment.
 **Errors**: every non-2xx response is an \`Error\` object \`{code, message, status}\`; \`code\` values are listed on the
 \`Error\` schema and are stable.
 
-**Pagination**: \`GET /pets\` returns a bare array; the next page is linked from the \`Link\` header (\`rel="next"\`).
+**Ids**: pet and order ids are numbered per account (1, 2, 3, …): unique within your account, never reused; they
+tell nothing about other accounts.
+
+**Pagination**: \`GET /pets\` and \`GET /store/orders\` return a bare array; the next page is linked from the \`Link\`
+header (\`rel="next"\`). Pages are keyset by id: while pet statuses change, a walk with \`status=available\` never
+returns a pet twice; a pet that changes status during the walk may be missed or seen once.
+
+**Orders** (experimental): placing an order needs an \`available\` pet and makes it \`pending\`; delivering makes it
+\`sold\`, cancelling \`available\` again. The order and its pet always change together.
 
 **Stability**: operations may carry \`x-stability\` (\`experimental\` or \`beta\`); operations without it are stable.`;
 
@@ -46,6 +72,8 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
     transform: ({ schema, url }) => ({ schema, url: url.replace(/^\/v1(?=\/)/, '') }),
+    // Always an OpenAPI 3 document here (openapi: '3.0.3' above).
+    transformObject: (document) => ('openapiObject' in document ? markOptionalBodies(document.openapiObject as OpenApiShape) : document.swaggerObject) as Record<string, unknown>,
   });
 
   let document: unknown;

@@ -17,20 +17,11 @@ import {
 import type { Services } from '../../services/index.js';
 import type { PetPage } from '../../services/pets.js';
 import { GET_PET_SUNSET_AT, getPetDeprecationHeaders } from '../deprecation.js';
-import { accountId, createAuthHook } from '../plugins/auth.js';
+import { accountId } from '../plugins/auth.js';
 import type { Metrics } from '../plugins/metrics.js';
-import { createRateLimitHook } from '../plugins/rate-limit.js';
-import type { RateLimiter } from '../../services/rate-limit.js';
-import { commonErrors, errorResponse, rateLimitHeaders, retryAfterHeader, success } from '../responses.js';
+import { commonErrors, errorResponse, nextPageLink, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, success } from '../responses.js';
 
-const linkHeader = {
-  ...rateLimitHeaders,
-  Link: {
-    type: 'string' as const,
-    description:
-      'RFC 8288 link to the next page: `</v1/pets?limit=20&cursor=…>; rel="next"` (root-relative; keeps `limit` and `status`). Absent on the last page.',
-  },
-};
+const linkHeader = pageLinkHeaders('/v1/pets');
 
 const deprecationHeaders = {
   ...rateLimitHeaders,
@@ -69,8 +60,6 @@ export type PetWire = ReturnType<typeof createPetWire>;
 export interface PetRoutesOptions {
   services: Services;
   clock: Clock;
-  rateLimiter: RateLimiter;
-  metrics: Metrics;
   wire: PetWire;
 }
 
@@ -86,12 +75,8 @@ function sendSerialized(reply: FastifyReply, body: string): FastifyReply {
   return reply.type(JSON_TYPE).send(body);
 }
 
-export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { services, clock, rateLimiter, metrics, wire }) => {
+export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { services, clock, wire }) => {
   const { pages: pageWire, pets: petWire, deprecatedCallsOf } = wire;
-
-  // Order matters: who is calling, then whether they may call now, then everything else.
-  app.addHook('onRequest', createAuthHook(services.apiKeys));
-  app.addHook('onRequest', createRateLimitHook(rateLimiter, metrics));
 
   app.get(
     '/v1/pets',
@@ -120,11 +105,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       const page = await services.pets.list(accountId(request), { limit, status, cursor });
       let wire = pageWire.get(page);
       if (!wire) {
-        let link: string | undefined;
-        if (page.nextCursor) {
-          const next = new URLSearchParams({ limit: String(limit), ...(status ? { status } : {}), cursor: page.nextCursor });
-          link = `</v1/pets?${next.toString()}>; rel="next"`;
-        }
+        const link = page.nextCursor ? nextPageLink('/v1/pets', limit, status, page.nextCursor) : undefined;
         wire = { body: serialized(reply, page.pets), link };
         if (Object.isFrozen(page)) pageWire.set(page, wire);
       }

@@ -7,6 +7,7 @@ import { StoreUnavailableError } from '../../errors.js';
 import type { NewPet } from '../../schemas/index.js';
 import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
+import { createPostgresOrders } from './orders.js';
 import { type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
 
 /** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
@@ -110,8 +111,11 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
   const query = async <R extends QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> =>
     guard(async () => (await pool.query<R>(text, values)).rows);
 
-  /** Runs `work` in one transaction on one client; a thrown Rollback ends it quietly with its value. */
-  const transaction = <T>(work: (client: PoolClient) => Promise<T>): Promise<T> =>
+  const rollback = (value: unknown): never => {
+    throw new Rollback(value);
+  };
+  /** Runs `work` in one transaction on one client; `rollback(value)` ends it quietly with that value. */
+  const transaction = <T>(work: (client: PoolClient, rollback: (value: T) => never) => Promise<T>): Promise<T> =>
     guard(async () => {
       const client = await pool.connect();
       const ignore = () => {};
@@ -120,7 +124,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
       try {
         await client.query('BEGIN');
         try {
-          const result = await work(client);
+          const result = await work(client, rollback);
           await client.query('COMMIT');
           return result;
         } catch (error) {
@@ -152,6 +156,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
 
   return {
     kind: 'postgres',
+    ...createPostgresOrders({ query, transaction }),
 
     async migrate() {
       return guard(async () => {
@@ -302,19 +307,19 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
         );
         if (inserted.rowCount === 1) return { outcome: 'claimed' };
         // The row exists: lock it so concurrent claimers decide one after another.
-        const { rows } = await client.query<{ request_hash: string; pet_id: number | null; created_at: number; locked_at: number }>(
-          'SELECT request_hash, pet_id, created_at, locked_at FROM idempotency_keys WHERE account_id = $1 AND key = $2 FOR UPDATE',
+        const { rows } = await client.query<{ request_hash: string; resource_id: number | null; created_at: number; locked_at: number }>(
+          'SELECT request_hash, COALESCE(pet_id, order_id) AS resource_id, created_at, locked_at FROM idempotency_keys WHERE account_id = $1 AND key = $2 FOR UPDATE',
           [accountId, key],
         );
         const row = rows[0]!;
         if (row.created_at <= now - ttlMs) {
           await client.query(
-            'UPDATE idempotency_keys SET request_hash = $3, pet_id = NULL, created_at = $4, locked_at = $4 WHERE account_id = $1 AND key = $2',
+            'UPDATE idempotency_keys SET request_hash = $3, pet_id = NULL, order_id = NULL, created_at = $4, locked_at = $4 WHERE account_id = $1 AND key = $2',
             [accountId, key, requestHash, now],
           );
           return { outcome: 'claimed' };
         }
-        if (row.pet_id !== null) return { outcome: 'completed', requestHash: row.request_hash, petId: row.pet_id };
+        if (row.resource_id !== null) return { outcome: 'completed', requestHash: row.request_hash, resourceId: row.resource_id };
         if (row.locked_at <= now - leaseMs && row.request_hash === requestHash) {
           await client.query('UPDATE idempotency_keys SET locked_at = $3 WHERE account_id = $1 AND key = $2', [accountId, key, now]);
           return { outcome: 'claimed' };
@@ -327,17 +332,17 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
       return transaction(async (client) => {
         const { rows } = await client.query<PetRow>(insertPetSql, [accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt]);
         const done = await client.query(
-          'UPDATE idempotency_keys SET pet_id = $1 WHERE account_id = $2 AND key = $3 AND pet_id IS NULL',
+          'UPDATE idempotency_keys SET pet_id = $1 WHERE account_id = $2 AND key = $3 AND pet_id IS NULL AND order_id IS NULL',
           [rows[0]!.id, accountId, key],
         );
         // Another request completed this key meanwhile: roll back our pet, never a duplicate.
-        if (done.rowCount !== 1) throw new Rollback(undefined);
+        if (done.rowCount !== 1) rollback(undefined);
         return toPet(rows[0]!);
       });
     },
 
     async releaseIdempotencyKey(accountId, key) {
-      await query('DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND pet_id IS NULL', [accountId, key]);
+      await query('DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND pet_id IS NULL AND order_id IS NULL', [accountId, key]);
     },
 
     async purgeIdempotencyKeys(before) {

@@ -97,4 +97,33 @@ export const migrations: Migration[] = [
         FOR EACH ROW WHEN (NEW.id IS NULL) EXECUTE FUNCTION pets_number_in_account();
     `,
   },
+  {
+    version: 4,
+    name: 'orders',
+    // Orders move pets between statuses (placed: pending; delivered: sold; cancelled:
+    // available). Numbered per account like pets. An idempotency key now completes with a pet
+    // or an order.
+    sql: `
+      ALTER TABLE accounts ADD COLUMN last_order_id bigint NOT NULL DEFAULT 0;
+
+      CREATE TABLE orders (
+        account_id text COLLATE "C" NOT NULL REFERENCES accounts (id),
+        id         bigint NOT NULL CHECK (id >= 1),
+        pet_id     bigint NOT NULL,
+        status     text NOT NULL CHECK (status IN ('placed', 'delivered', 'cancelled')),
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        PRIMARY KEY (account_id, id),
+        FOREIGN KEY (account_id, pet_id) REFERENCES pets (account_id, id)
+      );
+      CREATE INDEX orders_by_account_status ON orders (account_id, status, id);
+      -- A pet has at most one open order (the pending status already says so; this makes it a rule).
+      CREATE UNIQUE INDEX orders_one_placed_per_pet ON orders (account_id, pet_id) WHERE status = 'placed';
+
+      ALTER TABLE idempotency_keys ADD COLUMN order_id bigint;
+      ALTER TABLE idempotency_keys ADD CONSTRAINT idempotency_keys_order_fkey
+        FOREIGN KEY (account_id, order_id) REFERENCES orders (account_id, id);
+      ALTER TABLE idempotency_keys ADD CONSTRAINT idempotency_keys_one_result CHECK (pet_id IS NULL OR order_id IS NULL);
+    `,
+  },
 ];

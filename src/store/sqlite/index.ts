@@ -10,9 +10,8 @@ import { migrations } from './migrations.js';
 import { type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
 import { createChangeCheck } from './change-check.js';
 import { createReadCache, type ReadCache } from './read-cache.js';
+import { createSqliteOrders, IdempotencyRace } from './orders.js';
 
-/** Thrown inside a transaction to roll it back when an idempotency key was completed by someone else. */
-class IdempotencyRace extends Error {}
 
 /** Most createPet calls one group-commit transaction takes; the rest wait for the next one. */
 const GROUP_COMMIT_MAX = 256;
@@ -131,16 +130,16 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     return readCache.getPage(accountId, status, afterId, limit);
   };
 
-  // Pet ids are numbered per account (migration 3): a batch takes, for each account in it,
-  // one contiguous range from accounts.last_pet_id (one UPDATE per account, under the write
-  // lock of the batch's transaction), in the order the calls were made. A pet that then fails
-  // leaves a gap; the counter never goes back, so an id is never handed out twice. An unknown
-  // account has no counter: its pets get ids from 1 and fail on the foreign key.
-  const allocateIds = (accountId: string, count: number): number => {
-    const row = stmt<[number, string], { last_pet_id: number }>(
-      'UPDATE accounts SET last_pet_id = last_pet_id + ? WHERE id = ? RETURNING last_pet_id',
+  // Pet and order ids are numbered per account (migrations 3 and 4): a batch takes, for each
+  // account in it, one contiguous range from the account's counter (one UPDATE per account,
+  // under the write lock of the batch's transaction), in the order the calls were made. A pet
+  // that then fails leaves a gap; the counter never goes back, so an id is never handed out
+  // twice. An unknown account has no counter: its pets get ids from 1 and fail on the foreign key.
+  const nextIds = (counter: 'last_pet_id' | 'last_order_id', accountId: string, count: number): number => {
+    const row = stmt<[number, string], { last: number }>(
+      `UPDATE accounts SET ${counter} = ${counter} + ? WHERE id = ? RETURNING ${counter} AS last`,
     ).get(count, accountId);
-    return row ? row.last_pet_id - count + 1 : 1;
+    return row ? row.last - count + 1 : 1;
   };
 
   // Group commit for createPet: calls made while a batch is pending join it, and the batch
@@ -178,7 +177,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     const counts = new Map<string, number>();
     for (const { accountId } of batch) counts.set(accountId, (counts.get(accountId) ?? 0) + 1);
     const next = new Map<string, number>();
-    for (const [accountId, count] of counts) next.set(accountId, allocateIds(accountId, count));
+    for (const [accountId, count] of counts) next.set(accountId, nextIds('last_pet_id', accountId, count));
     const ids = batch.map(({ accountId }) => {
       const id = next.get(accountId)!;
       next.set(accountId, id + 1);
@@ -230,6 +229,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
 
   const store: Store = {
     kind: 'sqlite',
+    ...createSqliteOrders({ db, stmt, cache, nextIds }),
 
     async migrate() {
       const applied: number[] = [];
@@ -361,16 +361,16 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
       // IMMEDIATE: the read and the claim happen under the write lock, so two processes
       // sharing the file cannot both claim the same key.
       return db.transaction((): IdempotencyClaim => {
-        const row = stmt<[string, string], { request_hash: string; pet_id: number | null; created_at: number; locked_at: number }>(
-          'SELECT request_hash, pet_id, created_at, locked_at FROM idempotency_keys WHERE account_id = ? AND key = ?',
+        const row = stmt<[string, string], { request_hash: string; resource_id: number | null; created_at: number; locked_at: number }>(
+          'SELECT request_hash, COALESCE(pet_id, order_id) AS resource_id, created_at, locked_at FROM idempotency_keys WHERE account_id = ? AND key = ?',
         ).get(accountId, key);
         if (!row || row.created_at <= now - ttlMs) {
           stmt<unknown[], unknown>(
-            'INSERT OR REPLACE INTO idempotency_keys (account_id, key, request_hash, pet_id, created_at, locked_at) VALUES (?, ?, ?, NULL, ?, ?)',
+            'INSERT OR REPLACE INTO idempotency_keys (account_id, key, request_hash, pet_id, order_id, created_at, locked_at) VALUES (?, ?, ?, NULL, NULL, ?, ?)',
           ).run(accountId, key, requestHash, now, now);
           return { outcome: 'claimed' };
         }
-        if (row.pet_id !== null) return { outcome: 'completed', requestHash: row.request_hash, petId: row.pet_id };
+        if (row.resource_id !== null) return { outcome: 'completed', requestHash: row.request_hash, resourceId: row.resource_id };
         if (row.locked_at <= now - leaseMs && row.request_hash === requestHash) {
           stmt<[number, string, string], unknown>('UPDATE idempotency_keys SET locked_at = ? WHERE account_id = ? AND key = ?').run(
             now, accountId, key,
@@ -386,9 +386,9 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
         return db.transaction(() => {
           const row = stmt<unknown[], PetRow>(
             `INSERT INTO pets (account_id, id, name, category_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING ${petColumns}`,
-          ).get(accountId, allocateIds(accountId, 1), pet.name, pet.categoryId, pet.status ?? null, createdAt)!;
+          ).get(accountId, nextIds('last_pet_id', accountId, 1), pet.name, pet.categoryId, pet.status ?? null, createdAt)!;
           const done = stmt<[number, string, string], unknown>(
-            'UPDATE idempotency_keys SET pet_id = ? WHERE account_id = ? AND key = ? AND pet_id IS NULL',
+            'UPDATE idempotency_keys SET pet_id = ? WHERE account_id = ? AND key = ? AND pet_id IS NULL AND order_id IS NULL',
           ).run(row.id, accountId, key);
           // Another request completed this key meanwhile: roll back our pet, never a duplicate.
           if (done.changes !== 1) throw new IdempotencyRace();
@@ -403,7 +403,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     },
 
     async releaseIdempotencyKey(accountId, key) {
-      stmt<[string, string], unknown>('DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND pet_id IS NULL').run(accountId, key);
+      stmt<[string, string], unknown>('DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND pet_id IS NULL AND order_id IS NULL').run(accountId, key);
     },
 
     async purgeIdempotencyKeys(before) {

@@ -3,8 +3,9 @@
 //   the accounts it wrote to before any caller hears back;
 // - a commit by any other connection or process changes PRAGMA data_version, and the next
 //   read after that finds the whole cache cleared.
-// Pets are never updated in v1, so a cached pet stays right until it would be deleted,
-// which only another process could do: data_version covers that too.
+// - a pet's status changed by this connection (an order placed, delivered or cancelled) drops
+//   that pet and the account's pages, before the caller hears back.
+// Nothing else changes a pet, so a cached pet stays right until then.
 // Cached values are frozen and shared: callers may memoize what they derive from them
 // (the next-page cursor, the serialized JSON) by identity.
 import type { Pet } from '../../schemas/index.js';
@@ -54,6 +55,12 @@ export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIM
 
     /** This connection committed new pets for the account: its pages may now be short. */
     wrote(accountId: string): void {
+      generations.set(accountId, (generations.get(accountId) ?? 0) + 1);
+    },
+
+    /** This connection changed one of the account's pets (its status): drop it and the account's pages. */
+    petChanged(accountId: string, id: number): void {
+      pets.delete(petKey(accountId, id));
       generations.set(accountId, (generations.get(accountId) ?? 0) + 1);
     },
 

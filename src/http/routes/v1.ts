@@ -1,0 +1,26 @@
+// The authenticated API under /v1: who is calling, then whether they may call now (hooks for
+// every route registered inside), then each resource's routes.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Clock } from '../../clock.js';
+import type { Services } from '../../services/index.js';
+import type { RateLimiter } from '../../services/rate-limit.js';
+import { createAuthHook } from '../plugins/auth.js';
+import type { Metrics } from '../plugins/metrics.js';
+import { createRateLimitHook } from '../plugins/rate-limit.js';
+import { orderRoutes } from './orders.js';
+import { type PetWire, petRoutes } from './pets.js';
+
+export interface V1Options {
+  services: Services;
+  clock: Clock;
+  rateLimiter: RateLimiter;
+  metrics: Metrics;
+  wire: PetWire;
+}
+
+export const v1Routes: FastifyPluginAsyncTypebox<V1Options> = async (app, { services, clock, rateLimiter, metrics, wire }) => {
+  app.addHook('onRequest', createAuthHook(services.apiKeys));
+  app.addHook('onRequest', createRateLimitHook(rateLimiter, metrics));
+  await app.register(petRoutes, { services, clock, wire });
+  await app.register(orderRoutes, { services });
+};

@@ -1,0 +1,94 @@
+// Orders on SQLite. Each call is one synchronous transaction (IMMEDIATE: under the write lock,
+// so the pet check and both writes cannot interleave with another process's), and the read
+// cache hears about the pet's new status before any caller does.
+import type Database from 'better-sqlite3';
+import type { PetStatus } from '../../schemas/index.js';
+import { ORDER_COLUMNS, type OrderRow, toOrder } from '../rows.js';
+import type { ListOrdersQuery, MoveOrderResult, OrderRepository, PlaceOrderResult } from '../types.js';
+import type { ReadCache } from './read-cache.js';
+
+export interface SqliteContext {
+  db: Database.Database;
+  /** A cached prepared statement. */
+  stmt<P extends unknown[], R>(sql: string): Database.Statement<P, R>;
+  cache: ReadCache | undefined;
+  /** The first of `count` new ids from the account's counter (inside the caller's transaction). */
+  nextIds(counter: 'last_pet_id' | 'last_order_id', accountId: string, count: number): number;
+}
+
+export function createSqliteOrders({ db, stmt, cache, nextIds }: SqliteContext): OrderRepository {
+  const orderById = (accountId: string, id: number) =>
+    stmt<[string, number], OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE account_id = ? AND id = ?`).get(accountId, id);
+  const setPetStatus = (accountId: string, petId: number, status: PetStatus) =>
+    stmt<[string, string, number], unknown>('UPDATE pets SET status = ? WHERE account_id = ? AND id = ?').run(status, accountId, petId);
+
+  const place = db.transaction((accountId: string, petId: number, createdAt: string, key: string | undefined): PlaceOrderResult => {
+    const pet = stmt<[string, number], { status: PetStatus | null }>('SELECT status FROM pets WHERE account_id = ? AND id = ?').get(accountId, petId);
+    if (!pet) return { outcome: 'pet_not_found' };
+    if (pet.status !== 'available') return { outcome: 'pet_not_available', petStatus: pet.status ?? undefined };
+    setPetStatus(accountId, petId, 'pending');
+    const row = stmt<unknown[], OrderRow>(
+      `INSERT INTO orders (account_id, id, pet_id, status, created_at, updated_at) VALUES (?, ?, ?, 'placed', ?, ?) RETURNING ${ORDER_COLUMNS}`,
+    ).get(accountId, nextIds('last_order_id', accountId, 1), petId, createdAt, createdAt)!;
+    if (key !== undefined) {
+      const done = stmt<[number, string, string], unknown>(
+        'UPDATE idempotency_keys SET order_id = ? WHERE account_id = ? AND key = ? AND pet_id IS NULL AND order_id IS NULL',
+      ).run(row.id, accountId, key);
+      // Another request completed this key meanwhile: undo ours, never a duplicate.
+      if (done.changes !== 1) throw new IdempotencyRace();
+    }
+    return { outcome: 'placed', order: toOrder(row) };
+  });
+
+  const move = db.transaction((accountId: string, id: number, m: Parameters<OrderRepository['moveOrder']>[2], updatedAt: string): MoveOrderResult => {
+    const current = orderById(accountId, id);
+    if (!current) return { outcome: 'not_found' };
+    if (current.status !== m.from) return { outcome: 'not_moved', order: toOrder(current) };
+    const row = stmt<[string, string, string, number], OrderRow>(
+      `UPDATE orders SET status = ?, updated_at = ? WHERE account_id = ? AND id = ? RETURNING ${ORDER_COLUMNS}`,
+    ).get(m.to, updatedAt, accountId, id)!;
+    const pet = stmt<[string, string, number, string], unknown>('UPDATE pets SET status = ? WHERE account_id = ? AND id = ? AND status = ?')
+      .run(m.petTo, accountId, current.pet_id, m.petFrom);
+    // Only orders move a pet out of pending, so this holds; if not, change nothing.
+    if (pet.changes !== 1) throw new Error(`order ${accountId}/${id}: pet ${current.pet_id} is not ${m.petFrom}`);
+    return { outcome: 'moved', order: toOrder(row) };
+  });
+
+  return {
+    async placeOrder(accountId, petId, createdAt, idempotencyKey) {
+      try {
+        return place.immediate(accountId, petId, createdAt, idempotencyKey);
+      } catch (error) {
+        if (error instanceof IdempotencyRace) return { outcome: 'idempotency_race' };
+        throw error;
+      } finally {
+        cache?.petChanged(accountId, petId);
+      }
+    },
+
+    async getOrder(accountId, id) {
+      const row = orderById(accountId, id);
+      return row && toOrder(row);
+    },
+
+    async listOrders({ accountId, limit, status, afterId = 0 }: ListOrdersQuery) {
+      const rows = status
+        ? stmt<[string, string, number, number], OrderRow>(
+            `SELECT ${ORDER_COLUMNS} FROM orders INDEXED BY orders_by_account_status WHERE account_id = ? AND status = ? AND id > ? ORDER BY id LIMIT ?`,
+          ).all(accountId, status, afterId, limit)
+        : stmt<[string, number, number], OrderRow>(
+            `SELECT ${ORDER_COLUMNS} FROM orders WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`,
+          ).all(accountId, afterId, limit);
+      return rows.map(toOrder);
+    },
+
+    async moveOrder(accountId, id, m, updatedAt) {
+      const result = move.immediate(accountId, id, m, updatedAt);
+      if (result.outcome === 'moved') cache?.petChanged(accountId, result.order.petId);
+      return result;
+    },
+  };
+}
+
+/** Thrown inside a transaction to roll it back when an idempotency key was completed by someone else. */
+export class IdempotencyRace extends Error {}
