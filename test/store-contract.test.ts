@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import { StoreUnavailableError } from '../src/errors.js';
-import type { NewPet, Pet, PetStatus } from '../src/schemas/index.js';
+import type { NewPet, Order, Pet, PetStatus } from '../src/schemas/index.js';
 import { createStore } from '../src/store/index.js';
 import type { Account, ApiKeyRecord, Store } from '../src/store/types.js';
 import { type Backend, type BackendDatabase, backends, postgresAdminUrl, withPostgresAdmin } from './helpers/backends.js';
@@ -451,6 +451,54 @@ for (const backend of backends) {
         const store = await migratedStore(t, backend);
         await assert.rejects(store.createPet('acct_unknown', { name: 'Orphan', categoryId: 1 }, T0), isConstraintError);
         assert.deepEqual(await store.listPets({ accountId: 'acct_unknown', limit: 10 }), []);
+      });
+    });
+
+    describe('orders', () => {
+      const deliver = { from: 'placed', to: 'delivered', petFrom: 'pending', petTo: 'sold' } as const;
+      const cancel = { from: 'placed', to: 'cancelled', petFrom: 'pending', petTo: 'available' } as const;
+
+      it('when an available pet is ordered, then the order is placed with the account\'s next order id and the pet is pending; an unavailable or unknown pet is refused, changing nothing', async (t) => {
+        const [store, a, b] = await storeWithAccounts(t, backend, 2);
+        const pet = await store.createPet(a.id, { name: 'Rex', categoryId: 1, status: 'available' }, T0);
+        const placed = await store.placeOrder(a.id, pet.id, T0);
+        assert.deepEqual(placed, { outcome: 'placed', order: { id: 1, petId: pet.id, status: 'placed', createdAt: T0, updatedAt: T0 } });
+        assert.equal((await store.getPet(a.id, pet.id))?.status, 'pending');
+        assert.deepEqual(await store.placeOrder(a.id, pet.id, T0), { outcome: 'pet_not_available', petStatus: 'pending' });
+        const bare = await store.createPet(a.id, { name: 'Bare', categoryId: 1 }, T0);
+        assert.deepEqual(await store.placeOrder(a.id, bare.id, T0), { outcome: 'pet_not_available', petStatus: undefined });
+        assert.deepEqual(await store.placeOrder(a.id, 999, T0), { outcome: 'pet_not_found' });
+        assert.deepEqual(await store.placeOrder(b.id, pet.id, T0), { outcome: 'pet_not_found' }, 'another account\'s pet');
+        assert.deepEqual(await store.listOrders({ accountId: a.id, limit: 10 }), [(placed as { order: Order }).order]);
+        assert.deepEqual(await store.listOrders({ accountId: b.id, limit: 10 }), []);
+      });
+
+      it('when an order is moved, then the order and its pet change together; a move from another status or of an unknown order changes nothing', async (t) => {
+        const [store, a, b] = await storeWithAccounts(t, backend, 2);
+        const pet = await store.createPet(a.id, { name: 'Rex', categoryId: 1, status: 'available' }, T0);
+        const { order } = (await store.placeOrder(a.id, pet.id, T0)) as { order: Order };
+        const T1 = '2024-05-02T00:00:00.000Z';
+        assert.deepEqual(await store.moveOrder(a.id, order.id, deliver, T1), { outcome: 'moved', order: { ...order, status: 'delivered', updatedAt: T1 } });
+        assert.equal((await store.getPet(a.id, pet.id))?.status, 'sold');
+        assert.deepEqual(await store.moveOrder(a.id, order.id, cancel, T1), { outcome: 'not_moved', order: { ...order, status: 'delivered', updatedAt: T1 } });
+        assert.equal((await store.getPet(a.id, pet.id))?.status, 'sold');
+        assert.deepEqual(await store.moveOrder(a.id, 42, cancel, T1), { outcome: 'not_found' });
+        assert.deepEqual(await store.moveOrder(b.id, order.id, cancel, T1), { outcome: 'not_found' }, 'another account\'s order');
+        assert.equal(await store.getOrder(b.id, order.id), undefined);
+        assert.equal(await store.getOrder(a.id, order.id + 0.5), undefined);
+      });
+
+      it('when orders are listed, then they come in ascending id order after afterId, at most limit, filtered by status', async (t) => {
+        const [store, a] = await storeWithAccounts(t, backend, 1);
+        const orders: Order[] = [];
+        for (let i = 0; i < 5; i++) {
+          const pet = await store.createPet(a.id, { name: `P${i}`, categoryId: 1, status: 'available' }, T0);
+          orders.push(((await store.placeOrder(a.id, pet.id, T0)) as { order: Order }).order);
+        }
+        const cancelled = ((await store.moveOrder(a.id, orders[1]!.id, cancel, T0)) as { order: Order }).order;
+        assert.deepEqual((await store.listOrders({ accountId: a.id, limit: 3, afterId: 1 })).map((o) => o.id), [2, 3, 4]);
+        assert.deepEqual(await store.listOrders({ accountId: a.id, limit: 10, status: 'cancelled' }), [cancelled]);
+        assert.deepEqual((await store.listOrders({ accountId: a.id, limit: 10, status: 'placed', afterId: 3 })).map((o) => o.id), [4, 5]);
       });
     });
 

@@ -28,7 +28,7 @@ export interface OrderPage {
 }
 
 /** An Idempotency-Key's request hash for placeOrder: never equal to a createPet one (another shape). */
-function requestHash(petId: number): string {
+export function placeOrderRequestHash(petId: number): string {
   return createHash('sha256').update(JSON.stringify(['placeOrder', petId])).digest('hex');
 }
 
@@ -60,7 +60,7 @@ export function createOrderService(deps: { store: Store; clock: Clock; cursors: 
 
     /** As place, at most once per (account, key); see runIdempotent. */
     async placeIdempotent(accountId: string, petId: number, key: string): Promise<{ order: Order; replayed: boolean }> {
-      const { value, replayed } = await runIdempotent(deps, accountId, key, requestHash(petId), {
+      const { value, replayed } = await runIdempotent(deps, accountId, key, placeOrderRequestHash(petId), {
         replay: async (orderId) => {
           const first = await store.getOrder(accountId, orderId);
           if (!first) throw new Error(`idempotency key completed with missing order ${orderId}`);

@@ -6,7 +6,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.js';
+import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS } from '../../src/services/idempotency.js';
 import { createServices } from '../../src/services/index.js';
+import { placeOrderRequestHash } from '../../src/services/orders.js';
 import { createStore } from '../../src/store/index.js';
 import { sharedApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
@@ -231,6 +233,21 @@ for (const backend of backends) {
       const retried = await place(buyer, dog.id, { 'idempotency-key': later });
       assert.equal(retried.status, 201, retried.text);
       assert.equal(retried.headers.get('idempotent-replayed'), null);
+    });
+
+    test('when a placeOrder with the same Idempotency-Key is still running, then 409 idempotency_key_in_use with Retry-After, and the pet is untouched', async () => {
+      const waiter = await app.createAccount('Waiter');
+      const p = await pet(waiter, 'available');
+      const key = randomUUID();
+      // What a first request holds while it runs: the claimed key, not completed yet.
+      const claim = await app.store.claimIdempotencyKey({
+        accountId: waiter.accountId, key, requestHash: placeOrderRequestHash(p.id), now: Date.now(), ttlMs: IDEMPOTENCY_TTL_MS, leaseMs: IDEMPOTENCY_LEASE_MS,
+      });
+      assert.deepEqual(claim, { outcome: 'claimed' });
+      const res = await place(waiter, p.id, { 'idempotency-key': key });
+      assertError(res, 409, 'idempotency_key_in_use');
+      assert.equal(res.headers.get('retry-after'), '1');
+      assert.equal(await petStatus(waiter, p.id), 'available');
     });
 
     test('when 50 orders for one pet arrive at once, then exactly one is placed and the others get 409 pet_not_available', async () => {
