@@ -30,7 +30,7 @@ export async function generateTypes(origin: string): Promise<Map<string, string>
   for (const doc of DOCUMENTS) {
     const response = await fetch(new URL(doc.path, origin));
     if (response.status === 404 && doc.optional) {
-      await response.body?.cancel();
+      await response.arrayBuffer();
       continue;
     }
     if (!response.ok) throw new Error(`GET ${doc.path} answered ${response.status}: ${await response.text()}`);
