@@ -2,6 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { type IncomingHttpHeaders, request as httpRequestRaw } from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { systemClock } from '../../src/clock.js';
 import { createServices } from '../../src/services/index.js';
@@ -240,4 +241,13 @@ export function httpRequest(
     );
     req.end(payload);
   });
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1 (for a server that must come back on the same port). */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

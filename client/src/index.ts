@@ -1,0 +1,5 @@
+// @petstore/client: the typed Petstore API client. Everything public is exported here.
+export { Petstore, type PetstoreOptions, DEFAULT_BASE_URL } from './petstore.js';
+export { PetstoreError, type PetstoreErrorInit, type PetstoreErrorCode, type ServerErrorCode, type ClientErrorCode } from './errors.js';
+export type { Page, WriteOptions, Fetch } from './core.js';
+export { type Pets, type Pet, type NewPet, type PetStatus, type ListPetsParams, type ListAllPetsParams } from './resources/pets.js';

@@ -1,0 +1,71 @@
+// What the client tests share: a fetch that records every attempt the client makes (the
+// client's own `fetch` option, so the real global fetch still does the HTTP), and clients.
+import assert from 'node:assert/strict';
+import { Petstore, PetstoreError, type PetstoreOptions } from '@petstore/client';
+
+export interface Attempt {
+  method: string;
+  url: string;
+  idempotencyKey: string | null;
+  /** Set once the answer's headers arrived. */
+  status?: number;
+  requestId?: string | null;
+  replayed?: string | null;
+  retryAfter?: string | null;
+  /** The answer's body as text. */
+  body?: string;
+  /** Set when fetch itself failed (no answer). */
+  error?: unknown;
+}
+
+export interface Recorder {
+  fetch: typeof fetch;
+  attempts: Attempt[];
+}
+
+/** A fetch that records each attempt; `onAnswer` runs (and is awaited) before the client sees an answer. */
+export function recordingFetch(onAnswer?: (attempt: Attempt) => unknown): Recorder {
+  const attempts: Attempt[] = [];
+  const recording: typeof fetch = async (input, init) => {
+    const headers = new Headers(init?.headers);
+    const attempt: Attempt = { method: init?.method ?? 'GET', url: String(input), idempotencyKey: headers.get('idempotency-key') };
+    attempts.push(attempt);
+    try {
+      const response = await fetch(input, init);
+      attempt.status = response.status;
+      attempt.requestId = response.headers.get('x-request-id');
+      attempt.replayed = response.headers.get('idempotent-replayed');
+      attempt.retryAfter = response.headers.get('retry-after');
+      attempt.body = await response.clone().text();
+      await onAnswer?.(attempt);
+      return response;
+    } catch (error) {
+      attempt.error = error;
+      throw error;
+    }
+  };
+  return { fetch: recording, attempts };
+}
+
+/** A client of the server at `origin` (`http://127.0.0.1:<port>`) that records its attempts. */
+export function recordingClient(
+  origin: string,
+  apiKey: string,
+  options: Omit<PetstoreOptions, 'apiKey' | 'baseUrl' | 'fetch'> & { onAnswer?: (attempt: Attempt) => unknown } = {},
+): { petstore: Petstore; attempts: Attempt[] } {
+  const { onAnswer, ...rest } = options;
+  const recorder = recordingFetch(onAnswer);
+  return { petstore: new Petstore({ apiKey, baseUrl: `${origin}/v1`, fetch: recorder.fetch, ...rest }), attempts: recorder.attempts };
+}
+
+/** The PetstoreError the call rejects with (fails when it fulfils or rejects with anything else). */
+export async function petstoreError(promise: Promise<unknown>): Promise<PetstoreError> {
+  let error: unknown;
+  try {
+    await promise;
+  } catch (caught) {
+    error = caught;
+  }
+  assert.ok(error instanceof PetstoreError, `expected a PetstoreError, got ${String(error)}`);
+  return error;
+}

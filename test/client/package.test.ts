@@ -1,0 +1,154 @@
+// The package as users get it: `npm pack` in client/, the tarball installed offline into an
+// empty project, an example using every method type-checked there (browser and Node settings),
+// and the README's "Use it from TypeScript" example compiled and run against a real server.
+// Packs dist/ as built (`npm test` builds first), without running the build again: other test
+// files import the same dist/ at the same time.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { sharedAppWithKey } from '../helpers/app.js';
+
+const run = promisify(execFile);
+const ROOT = path.resolve('.');
+const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+
+/** Code using every public method and type; the @ts-expect-error lines prove the types are precise. */
+const EVERY_METHOD = `
+import {
+  type ClientErrorCode, DEFAULT_BASE_URL, type ListAllPetsParams, type ListPetsParams, type NewPet, type Page, type Pet,
+  Petstore, PetstoreError, type PetstoreErrorCode, type PetstoreOptions, type PetStatus, type ServerErrorCode, type WriteOptions,
+} from '@petstore/client';
+
+const options: PetstoreOptions = {
+  apiKey: 'psk_test_x',
+  baseUrl: DEFAULT_BASE_URL,
+  exampleApiUrl: 'http://127.0.0.1:8080/example/v1',
+  maxRetries: 3,
+  timeoutMs: 5000,
+  fetch: (input, init) => fetch(input, init),
+};
+const petstore = new Petstore(options);
+const urls: string[] = [petstore.baseUrl, petstore.exampleApiUrl];
+
+export async function everyMethod(): Promise<number> {
+  const newPet: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };
+  const write: WriteOptions = { idempotencyKey: 'import-1' };
+  const created: Pet = await petstore.pets.create(newPet, write);
+  const again: Pet = await petstore.pets.create({ name: 'Tom', categoryId: 2 });
+  const params: ListPetsParams = { limit: 20, status: 'sold', cursor: 'abc' };
+  const page: Page<Pet> = await petstore.pets.list(params);
+  const next: string | undefined = page.nextCursor;
+  const first: Pet[] = (await petstore.pets.list()).data;
+  const all: ListAllPetsParams = { status: 'pending', limit: 100 };
+  let count = 0;
+  for await (const pet of petstore.pets.listAll(all)) count += pet.id;
+  for await (const pet of petstore.pets.listAll()) count += pet.categoryId;
+  const one: Pet = await petstore.pets.get(created.id);
+  const status: PetStatus | undefined = one.status;
+  try {
+    await petstore.pets.get(again.id);
+  } catch (error) {
+    if (!(error instanceof PetstoreError)) throw error;
+    const code: PetstoreErrorCode = error.code;
+    const server: ServerErrorCode = 'idempotency_key_in_use';
+    const client: ClientErrorCode = 'network_error';
+    const fields: [number, string, string | undefined, number | undefined] = [error.status, error.message, error.requestId, error.retryAfter];
+    // @ts-expect-error: not a documented code
+    if (error.code === 'no_such_code') return 0;
+    console.log(code, server, client, fields);
+  }
+  // @ts-expect-error: status is one of available, pending, sold
+  await petstore.pets.create({ name: 'Rex', categoryId: 1, status: 'lost' });
+  // @ts-expect-error: categoryId is required
+  await petstore.pets.create({ name: 'Rex' });
+  // @ts-expect-error: listAll takes no cursor
+  petstore.pets.listAll({ cursor: 'abc' });
+  // @ts-expect-error: apiKey is required
+  new Petstore({ baseUrl: DEFAULT_BASE_URL });
+  return count + first.length + (next?.length ?? 0) + (status?.length ?? 0) + urls.length;
+}
+`;
+
+function tsconfig(settings: Record<string, unknown>, files: string[]): string {
+  return JSON.stringify({
+    compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noUncheckedIndexedAccess: true, ...settings },
+    files,
+  });
+}
+
+/** The first ```ts block of the README's "Use it from TypeScript" section. */
+function readmeExample(): string {
+  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const section = readme.split('\n## Use it from TypeScript\n')[1]?.split('\n## ')[0];
+  const code = section && /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(code, 'README.md has a "Use it from TypeScript" section with a ```ts block');
+  return code;
+}
+
+describe('the packed @petstore/client, installed into an empty project', () => {
+  const getApp = sharedAppWithKey();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'petstore-client-pack-'));
+  const project = path.join(dir, 'project');
+  let packed: string[];
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  before(async () => {
+    const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: path.join(ROOT, 'client') });
+    const [info] = JSON.parse(stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    packed = info!.files.map((f) => f.path).sort();
+    mkdirSync(project);
+    writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+    // Offline: the tarball must need nothing from a registry.
+    await run('npm', ['install', path.join(dir, info!.filename), '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project });
+  });
+
+  test('when packed, then the tarball holds the built ESM and .d.ts files and the package metadata, and no runtime dependency', () => {
+    assert.ok(packed.includes('dist/index.js') && packed.includes('dist/index.d.ts'), packed.join(', '));
+    assert.ok(packed.includes('dist/generated/petstore.d.ts'));
+    assert.deepEqual(packed.filter((file) => !file.startsWith('dist/')), ['README.md', 'package.json']);
+    assert.ok(packed.every((file) => !file.startsWith('dist/') || /\.(js|d\.ts)$/.test(file)), packed.join(', '));
+    const installed = JSON.parse(readFileSync(path.join(project, 'node_modules', '@petstore', 'client', 'package.json'), 'utf8')) as Record<string, unknown>;
+    assert.equal(installed.name, '@petstore/client');
+    assert.equal(installed.dependencies, undefined, 'no runtime dependency');
+    const pets = readFileSync(path.join(project, 'node_modules', '@petstore', 'client', 'dist', 'resources', 'pets.d.ts'), 'utf8');
+    // The doc comment right before get(): deprecated, with the sunset and the successor.
+    const getDoc = /\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*get\(id: number\): Promise<Pet>;/.exec(pets)?.[1] ?? '';
+    assert.match(getDoc.replace(/\s*\*\s*/g, ' '), /@deprecated .*5 December 2030.*\{@link Pets\.list\} with the `status` filter/);
+  });
+
+  test('when an example using every method is type-checked against the installed package, then tsc --noEmit passes with browser and with Node settings', async () => {
+    writeFileSync(path.join(project, 'every-method.ts'), EVERY_METHOD);
+    writeFileSync(path.join(project, 'tsconfig.browser.json'), tsconfig({ lib: ['ES2022', 'DOM'], types: [], noEmit: true }, ['every-method.ts']));
+    const node = { lib: ['ES2022'], types: ['node'], typeRoots: [path.join(ROOT, 'node_modules', '@types')], noEmit: true };
+    writeFileSync(path.join(project, 'tsconfig.node.json'), tsconfig(node, ['every-method.ts']));
+    for (const config of ['tsconfig.browser.json', 'tsconfig.node.json']) {
+      await run(process.execPath, [TSC, '-p', config], { cwd: project }).catch((error: { stdout?: string }) => {
+        assert.fail(`${config}: ${error.stdout ?? String(error)}`);
+      });
+    }
+  });
+
+  test('when the README example is compiled and run against a real server, then it creates, lists and reports an error as shown', async () => {
+    const { app, key } = await getApp();
+    writeFileSync(path.join(project, 'readme-example.ts'), readmeExample());
+    const node = { lib: ['ES2022'], types: ['node'], typeRoots: [path.join(ROOT, 'node_modules', '@types')], outDir: 'out' };
+    writeFileSync(path.join(project, 'tsconfig.readme.json'), tsconfig(node, ['readme-example.ts']));
+    await run(process.execPath, [TSC, '-p', 'tsconfig.readme.json'], { cwd: project }).catch((error: { stdout?: string }) => {
+      assert.fail(`the README example does not compile: ${error.stdout ?? String(error)}`);
+    });
+    const { stdout } = await run(process.execPath, ['out/readme-example.js'], {
+      cwd: project,
+      env: { ...process.env, PETSTORE_API_KEY: key, PETSTORE_URL: `${app.url}/v1` },
+    });
+    const lines = stdout.trim().split('\n');
+    const id = /^created pet (\d+)$/.exec(lines[0] ?? '')?.[1];
+    assert.ok(id, stdout);
+    assert.deepEqual(lines.slice(1, 3), ['first page: 1 pet(s), more: false', `pet ${id}: Rex`]);
+    assert.match(lines[3] ?? '', /^400 invalid_request: .+ \(request [0-9a-f-]{36}\)$/);
+    assert.equal(lines.length, 4, stdout);
+  });
+});
