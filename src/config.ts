@@ -23,6 +23,10 @@ export interface Config {
   readCache: boolean;
   /** Answer cached GET /v1/pets and GET /v1/pets/{petId} before Fastify (src/http/fast-path.ts). */
   fastPath: boolean;
+  /** The example API's published address ({api_url}), in its own OpenAPI document; ends in /example/v1. */
+  exampleApiUrl: string;
+  /** Run the message delivery worker in this process (every server process does by default). */
+  messageWorker: boolean;
   /** Redis URL for shared rate limits; undefined means in-memory. */
   redisUrl: string | undefined;
   /** Per API key: sustained requests per second, and the bucket size (largest burst). */
@@ -60,16 +64,16 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
-function serverUrl(env: Env, name: string, fallback: string): string {
+function serverUrl(env: Env, name: string, fallback: string, suffix = '/v1'): string {
   const raw = env[name] || fallback;
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(`${name} must be an absolute URL ending in /v1, got "${raw}"`);
+    throw new ConfigError(`${name} must be an absolute URL ending in ${suffix}, got "${raw}"`);
   }
-  if (!url.pathname.replace(/\/$/, '').endsWith('/v1')) {
-    throw new ConfigError(`${name} must end in /v1 (the version segment), got "${raw}"`);
+  if (!url.pathname.replace(/\/$/, '').endsWith(suffix)) {
+    throw new ConfigError(`${name} must end in ${suffix} (the version segment), got "${raw}"`);
   }
   return raw.replace(/\/$/, '');
 }
@@ -96,6 +100,8 @@ export function loadConfig(env: Env = process.env): Config {
     pgPoolMax: integer(env, 'PETSTORE_PG_POOL_MAX', 10, 1, 1000),
     readCache: boolean(env, 'PETSTORE_READ_CACHE', true),
     fastPath: boolean(env, 'PETSTORE_FAST_PATH', true),
+    exampleApiUrl: serverUrl(env, 'PETSTORE_EXAMPLE_API_URL', `http://localhost:${port || 8080}/example/v1`, '/example/v1'),
+    messageWorker: boolean(env, 'PETSTORE_MESSAGE_WORKER', true),
     redisUrl: env.PETSTORE_REDIS_URL || undefined,
     rateLimitPerSecond: integer(env, 'PETSTORE_RATE_LIMIT_PER_SECOND', 100, 1, 1_000_000),
     rateLimitBurst: integer(env, 'PETSTORE_RATE_LIMIT_BURST', 200, 1, 1_000_000),

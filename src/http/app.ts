@@ -22,6 +22,8 @@ import { instrumentStore } from '../store/instrumented.js';
 import { healthRoutes } from './routes/health.js';
 import { createPetWire } from './routes/pets.js';
 import { v1Routes } from './routes/v1.js';
+import { exampleApi } from './example/index.js';
+import { createMessageWorker, type Deliver } from '../services/message-worker.js';
 import { createValidatorCompiler } from './validation.js';
 
 declare module 'fastify' {
@@ -36,6 +38,8 @@ export interface AppDeps {
   store: Store;
   logger: FastifyBaseLogger;
   clock?: Clock;
+  /** What delivering a message means (default: nothing more than recording it; tests make it fail). */
+  deliver?: Deliver;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -91,7 +95,7 @@ function createRateLimiter(config: Config, log: FastifyBaseLogger, countError: (
 
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
-export async function buildApp({ config, store, logger, clock = systemClock }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({ config, store, logger, clock = systemClock, deliver }: AppDeps): Promise<FastifyInstance> {
   const newRequestId = requestIdGenerator();
   const requestId = (given: string | string[] | undefined): string =>
     // A key pasted here by mistake would be echoed and logged on every line: never accept one.
@@ -146,8 +150,26 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
     const child = metrics.storeDuration.labels({ operation });
     return (seconds) => child.observe(seconds);
   });
-  const services = await createServices({ store: timedStore, clock, environment: config.environment });
+  let wakeWorker = () => {};
+  const services = await createServices({ store: timedStore, clock, environment: config.environment, onMessageQueued: () => wakeWorker() });
   app.decorate('services', services);
+  if (config.messageWorker) {
+    const worker = createMessageWorker({
+      store: timedStore,
+      clock,
+      log: app.log,
+      counters: {
+        delivered: () => metrics.messagesDelivered.inc(),
+        failed: () => metrics.messagesFailed.inc(),
+        retried: () => metrics.messageRetries.inc(),
+      },
+      ...(deliver ? { deliver } : {}),
+    });
+    wakeWorker = worker.wake;
+    app.addHook('onReady', async () => worker.start());
+    // After the last request: what the worker holds is finished before the store closes.
+    app.addHook('onClose', async () => worker.stop());
+  }
   const rateLimiter = createRateLimiter(config, app.log, () => metrics.rateLimiterErrors.inc());
   app.addHook('onClose', async () => rateLimiter.close());
   const purge = setInterval(() => {
@@ -199,6 +221,7 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
   await app.register(healthRoutes, { store });
   const wire = createPetWire(metrics);
   await app.register(v1Routes, { services, clock, rateLimiter, metrics, wire });
+  await app.register(exampleApi, { config, services, rateLimiter, metrics });
   if (config.fastPath) {
     fastPath = createFastPath({
       services,

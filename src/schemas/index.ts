@@ -18,7 +18,7 @@ export const PetStatus = Type.Enum(PET_STATUSES, {
 });
 export type PetStatus = Static<typeof PetStatus>;
 
-const Id = (description: string) =>
+export const Id = (description: string) =>
   Type.Integer({ format: 'int64', minimum: 1, maximum: MAX_SAFE_ID, description });
 
 /** A typed `$ref` to a shared schema, so routes reference components instead of inlining them. */
@@ -28,14 +28,18 @@ export function ref<T extends TSchema>(schema: T) {
   return Type.Unsafe<Static<T>>({ $ref: `${id}#` });
 }
 
+/**
+ * Text a client names things with: not blank; no control characters (NUL included) and no
+ * unpaired surrogates, so every accepted value round-trips exactly through SQLite and PostgreSQL.
+ */
+export const TEXT_PATTERN = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F\\u007F\\uD800-\\uDFFF]+$';
+
 export const NewPet = Type.Object(
   {
     name: Type.String({
       minLength: 1,
       maxLength: NAME_MAX_LENGTH,
-      // Not blank; no control characters (NUL included) and no unpaired surrogates,
-      // so every accepted name round-trips exactly through SQLite and PostgreSQL.
-      pattern: '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F\\u007F\\uD800-\\uDFFF]+$',
+      pattern: TEXT_PATTERN,
       description: `The animal's name: 1 to ${NAME_MAX_LENGTH} characters, not only spaces, no control characters.`,
       examples: ['Rex'],
     }),
@@ -92,7 +96,7 @@ export const OrderStatus = Type.Enum(ORDER_STATUSES, {
 });
 export type OrderStatus = Static<typeof OrderStatus>;
 
-const Timestamp = (description: string) =>
+export const Timestamp = (description: string) =>
   Type.String({ format: 'date-time', description: `${description} RFC 3339, UTC, millisecond precision.`, examples: ['2026-11-23T10:15:30.000Z'] });
 
 export const NewOrder = Type.Object(
@@ -123,7 +127,7 @@ export const Orders = Type.Array(ref(Order), { $id: 'Orders', description: 'A pa
 export const sharedSchemas = [PetStatus, NewPet, Pet, Pets, OrderStatus, NewOrder, Order, Orders, ErrorBody];
 
 /** The query of a keyset-paginated listing: `limit`, a `status` filter, `cursor`. */
-function pageQuery<S extends TSchema>(things: string, status: S) {
+export function pageQuery<S extends TSchema>(things: string, status: S) {
   return Type.Object(
     {
       limit: Type.Optional(
@@ -163,7 +167,7 @@ export const PetIdParams = Type.Object({ petId: Id('The identifier of the animal
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 
 /** The Idempotency-Key header of a create (`thing`: what a retry does not create twice). */
-function idempotencyHeaders(thing: string) {
+export function idempotencyHeaders(thing: string) {
   return Type.Object({
     'idempotency-key': Type.Optional(
       Type.String({

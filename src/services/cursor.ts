@@ -86,15 +86,16 @@ export function pageBounds<S extends string>(codec: CursorCodec<S>, accountId: s
   return { afterId: page.cursor === undefined ? 0 : codec.decode(accountId, page.cursor, page.status), limit: page.limit + 1 };
 }
 
-/** The page's items and the cursor after them, from the rows pageBounds asked for. */
-export function pageOf<T extends { id: number }, S extends string>(
+/** The page's items and the cursor after them, from the rows pageBounds asked for; `position` is an item's keyset value (its id, by default). */
+export function pageOf<T, S extends string>(
   codec: CursorCodec<S>,
   accountId: string,
   page: PageRequest<S>,
   rows: readonly T[],
+  position: (item: T) => number = (item) => (item as { id: number }).id,
 ): { items: T[]; nextCursor: string | undefined } {
   const items = rows.slice(0, page.limit);
   const last = items[items.length - 1];
-  const nextCursor = rows.length > page.limit && last ? codec.encode(accountId, { afterId: last.id, status: page.status }) : undefined;
+  const nextCursor = rows.length > page.limit && last !== undefined ? codec.encode(accountId, { afterId: position(last), status: page.status }) : undefined;
   return { items, nextCursor };
 }

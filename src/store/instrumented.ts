@@ -24,6 +24,15 @@ const TIMED = [
   'getOrder',
   'listOrders',
   'moveOrder',
+  'enqueueMessage',
+  'getMessage',
+  'getMessageBySeq',
+  'listMessages',
+  'claimJobs',
+  'completeMessageDelivery',
+  'retryJob',
+  'failMessage',
+  'messageQueueStats',
   'ping',
 ] as const satisfies ReadonlyArray<keyof Store>;
 

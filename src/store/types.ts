@@ -2,6 +2,7 @@
 // (sqlite/, postgres/) implements it and must pass the same contract test suite.
 import type { Environment } from '../config.js';
 import type { NewPet, Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
+import type { Message, MessageStatus } from '../schemas/messages.js';
 
 export interface Account {
   id: string;
@@ -102,7 +103,65 @@ export interface OrderRepository {
   moveOrder(accountId: string, id: number, move: OrderMove, updatedAt: string): Promise<MoveOrderResult>;
 }
 
-export interface Store extends OrderRepository {
+export interface ListMessagesQuery {
+  accountId: string;
+  limit: number;
+  status?: MessageStatus | undefined;
+  /** Keyset position: only messages after this one (the account's sequence number). */
+  afterSeq?: number | undefined;
+}
+
+/** A message with its place in the account's sequence (what cursors and jobs refer to). */
+export type StoredMessage = Message & { seq: number };
+
+/** A unit of background work, leased to one worker at a time (src/store/<backend>/messages.ts). */
+export interface Job {
+  id: number;
+  kind: 'message.deliver';
+  accountId: string;
+  /** What the job is about, within the account (a message's seq). */
+  ref: number;
+  /** Attempts so far, this one included. */
+  attempts: number;
+}
+
+export interface MessageQueueStats {
+  /** Messages still queued. */
+  depth: number;
+  /** createdAt of the oldest queued message (ISO), if any. */
+  oldestCreatedAt: string | undefined;
+}
+
+/** The example API's messages, and the durable job queue that delivers them. */
+export interface MessageRepository {
+  /**
+   * In one transaction: the message (the account's next seq, status `queued`), its delivery job
+   * (due at `now`), and, with `idempotencyKey` (claimed by the caller), the key's completion.
+   * Undefined (nothing written) when another request completed the key meanwhile.
+   */
+  enqueueMessage(accountId: string, message: { id: string; message: string; createdAt: string }, now: number, idempotencyKey?: string): Promise<StoredMessage | undefined>;
+  getMessage(accountId: string, id: string): Promise<StoredMessage | undefined>;
+  getMessageBySeq(accountId: string, seq: number): Promise<StoredMessage | undefined>;
+  /** Messages of one account, oldest first, at most `limit`. */
+  listMessages(query: ListMessagesQuery): Promise<readonly StoredMessage[]>;
+  /**
+   * Leases up to `max` due jobs of `kind` until `now + leaseMs` and counts an attempt on each.
+   * Jobs leased by someone else are skipped (PostgreSQL: SKIP LOCKED; SQLite: the write lock).
+   */
+  claimJobs(kind: Job['kind'], now: number, leaseMs: number, max: number): Promise<Job[]>;
+  /**
+   * The message is delivered and its job done, together; false (nothing changed but the job
+   * removed) when the message was no longer queued: the status moves once, whoever tries.
+   */
+  completeMessageDelivery(job: Job, deliveredAt: string): Promise<boolean>;
+  /** Gives the job back, due again at `retryAt` (epoch ms), with the reason kept for the record. */
+  retryJob(job: Job, error: string, retryAt: number): Promise<void>;
+  /** The message failed (with the reason) and its job is done, together, if it was still queued. */
+  failMessage(job: Job, reason: string): Promise<boolean>;
+  messageQueueStats(): Promise<MessageQueueStats>;
+}
+
+export interface Store extends OrderRepository, MessageRepository {
   readonly kind: 'sqlite' | 'postgres';
   /** Connection pool usage, for backends that pool connections. */
   poolStats?(): PoolStats;

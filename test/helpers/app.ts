@@ -7,6 +7,7 @@ import type { Clock } from '../../src/clock.js';
 import { type Config, type Environment, loadConfig } from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
+import type { Deliver } from '../../src/services/message-worker.js';
 import type { Services } from '../../src/services/index.js';
 import { createStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/types.js';
@@ -49,6 +50,8 @@ export interface StartOptions {
   databaseUrl?: string;
   /** Sees each log line before it is kept; throwing makes that log call throw. */
   onLog?: (line: string) => void;
+  /** What delivering a message means (default: the app's own). */
+  deliver?: Deliver;
 }
 
 export async function startApp(t: TestContext | { after(fn: () => unknown): void }, options: StartOptions = {}): Promise<TestApp> {
@@ -73,7 +76,7 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
   const store = await createStore(config);
   await store.migrate();
   const logger = createLogger(config, sink);
-  const app = await buildApp({ config, store, logger, ...(options.clock ? { clock: options.clock } : {}) });
+  const app = await buildApp({ config, store, logger, ...(options.clock ? { clock: options.clock } : {}), ...(options.deliver ? { deliver: options.deliver } : {}) });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -85,8 +88,12 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
     await database?.drop();
   });
 
+  // Every response is checked against the document that describes its path.
   const doc = (await (await fetch(`${url}/v1/openapi.json`)).json()) as OpenApiDocument;
-  const check = createOpenApiChecker(doc);
+  const exampleDoc = (await (await fetch(`${url}/example/v1/openapi.json`)).json()) as OpenApiDocument;
+  const checkV1 = createOpenApiChecker(doc);
+  const checkExample = createOpenApiChecker(exampleDoc, '/example/v1');
+  const check: typeof checkV1 = (res) => (res.path.startsWith('/example/v1/') ? checkExample(res) : checkV1(res));
 
   return {
     url,

@@ -21,7 +21,8 @@ export interface CheckedResponse {
   body: unknown;
 }
 
-export function createOpenApiChecker(doc: OpenApiDocument) {
+/** `basePath`: where the document's paths are served (its servers end in it). */
+export function createOpenApiChecker(doc: OpenApiDocument, basePath = '/v1') {
   const ajv = new Ajv({ strict: false, allErrors: true });
   ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
   // What the API promises for every timestamp: RFC 3339, UTC, milliseconds.
@@ -41,7 +42,7 @@ export function createOpenApiChecker(doc: OpenApiDocument) {
 
   const templates = Object.keys(doc.paths).map((template) => ({
     template,
-    regex: new RegExp(`^/v1${template.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+    regex: new RegExp(`^${basePath}${template.replace(/\{[^}]+\}/g, '[^/]+')}$`),
   }));
 
   return function check(res: CheckedResponse): void {

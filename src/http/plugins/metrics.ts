@@ -56,6 +56,21 @@ export function createMetrics() {
       help: 'Requests refused with 429 by the per-key rate limit.',
       registers: [registry],
     }),
+    messagesDelivered: new Counter({
+      name: 'petstore_messages_delivered_total',
+      help: 'Example API messages delivered (moved from queued to delivered) by this process\'s worker.',
+      registers: [registry],
+    }),
+    messagesFailed: new Counter({
+      name: 'petstore_messages_failed_total',
+      help: 'Example API messages given up on (failed) after their last attempt.',
+      registers: [registry],
+    }),
+    messageRetries: new Counter({
+      name: 'petstore_message_delivery_retries_total',
+      help: 'Delivery attempts that failed and were scheduled again.',
+      registers: [registry],
+    }),
     rateLimiterErrors: new Counter({
       name: 'petstore_rate_limiter_errors_total',
       help: 'Rate limiter backend (Redis) failures; those requests were allowed (fail open).',
@@ -148,6 +163,42 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: S
       this.set({ state: 'total' }, stats.total);
       this.set({ state: 'idle' }, stats.idle);
       this.set({ state: 'waiting' }, stats.waiting);
+    },
+  });
+
+  // The queue is shared (one database): every worker reports the same figures, so a cluster
+  // aggregates them with max, not sum.
+  const queue = { depth: 0, oldestAgeSeconds: 0 };
+  let queueRead: Promise<void> | undefined;
+  const readQueue = () =>
+    (queueRead ??= store
+      .messageQueueStats()
+      .then(
+        (stats) => {
+          queue.depth = stats.depth;
+          queue.oldestAgeSeconds = stats.oldestCreatedAt ? Math.max(0, (Date.now() - Date.parse(stats.oldestCreatedAt)) / 1000) : 0;
+        },
+        () => undefined, // the database is away: /metrics still answers, with the last figures
+      )
+      .finally(() => (queueRead = undefined)));
+  new Gauge({
+    name: 'petstore_message_queue_depth',
+    help: 'Example API messages queued and not yet delivered or failed (the whole store).',
+    registers: [metrics.registry],
+    aggregator: 'max',
+    async collect() {
+      await readQueue();
+      this.set(queue.depth);
+    },
+  });
+  new Gauge({
+    name: 'petstore_message_queue_oldest_age_seconds',
+    help: 'Age of the oldest queued example API message; 0 when none is queued.',
+    registers: [metrics.registry],
+    aggregator: 'max',
+    async collect() {
+      await readQueue();
+      this.set(queue.oldestAgeSeconds);
     },
   });
 

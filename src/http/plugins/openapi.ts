@@ -45,21 +45,32 @@ returns a pet twice; a pet that changes status during the walk may be missed or 
 
 **Stability**: operations may carry \`x-stability\` (\`experimental\` or \`beta\`); operations without it are stable.`;
 
-export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+export interface DocumentSpec {
+  /** Where the document is served (hidden from itself). */
+  path: string;
+  /** The base path its operations are published relative to (the servers end in it). */
+  basePath: string;
+  info: { title: string; version: string; description: string };
+  servers: Array<{ url: string; description: string }>;
+  tags: Array<{ name: string; description: string }>;
+  /** A second document in one app needs its own decorator (app[decorator]() builds it). */
+  decorator?: string;
+}
+
+/**
+ * Registers an OpenAPI 3.0.3 document of the routes of `app`'s context whose URL starts with
+ * `spec.basePath` and that carry a tag: the schemas of their routes and the components they
+ * reference, nothing else.
+ */
+export async function registerOpenApiDocument(app: FastifyInstance, spec: DocumentSpec): Promise<void> {
+  const decorator = spec.decorator ?? 'swagger';
+  const base = spec.basePath;
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
-      info: {
-        title: 'Petstore API',
-        version: '1.0.0',
-        description: DESCRIPTION,
-        contact: { name: 'Petstore API support', email: 'api@petstore.example' },
-      },
-      servers: [
-        { url: config.productionUrl, description: 'Production' },
-        { url: config.stagingUrl, description: 'Staging' },
-      ],
-      tags: [{ name: 'animals', description: 'Animals (pets) in the store inventory.' }],
+      info: { ...spec.info, contact: { name: 'Petstore API support', email: 'api@petstore.example' } },
+      servers: spec.servers,
+      tags: spec.tags,
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key as a bearer token: `Authorization: Bearer psk_live_…`.' },
@@ -67,15 +78,56 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       },
       security: [{ bearerAuth: [] }],
     },
+    decorator,
     hideUntagged: true,
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
-    transform: ({ schema, url }) => ({ schema, url: url.replace(/^\/v1(?=\/)/, '') }),
+    transform: ({ schema, url }) =>
+      url.startsWith(`${base}/`)
+        ? { schema, url: url.slice(base.length) }
+        : { schema: { ...(schema as object), hide: true } as typeof schema, url },
     // Always an OpenAPI 3 document here (openapi: '3.0.3' above).
-    transformObject: (document) => ('openapiObject' in document ? markOptionalBodies(document.openapiObject as OpenApiShape) : document.swaggerObject) as Record<string, unknown>,
+    transformObject: (document) =>
+      ('openapiObject' in document ? withUsedComponents(markOptionalBodies(document.openapiObject as OpenApiShape)) : document.swaggerObject) as Record<string, unknown>,
   });
 
   let document: unknown;
-  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => (document ??= app.swagger()));
+  app.get(spec.path, { schema: { hide: true } }, async () => (document ??= (app as unknown as Record<string, () => unknown>)[decorator]!()));
+}
+
+/** Drops component schemas no operation reaches (every schema shared by the app is known to every document). */
+function withUsedComponents<T extends OpenApiShape & { components?: { schemas?: Record<string, unknown> } }>(document: T): T {
+  const schemas = document.components?.schemas;
+  if (!schemas) return document;
+  const used = new Set<string>();
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (value === null || typeof value !== 'object') return;
+    for (const [key, child] of Object.entries(value)) {
+      const name = key === '$ref' && typeof child === 'string' ? /^#\/components\/schemas\/(.+)$/.exec(child)?.[1] : undefined;
+      if (name !== undefined) {
+        if (!used.has(name)) {
+          used.add(name);
+          visit(schemas[name]);
+        }
+      } else visit(child);
+    }
+  };
+  visit(document.paths);
+  for (const name of Object.keys(schemas)) if (!used.has(name)) delete schemas[name];
+  return document;
+}
+
+export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+  await registerOpenApiDocument(app, {
+    path: OPENAPI_PATH,
+    basePath: '/v1',
+    info: { title: 'Petstore API', version: '1.0.0', description: DESCRIPTION },
+    servers: [
+      { url: config.productionUrl, description: 'Production' },
+      { url: config.stagingUrl, description: 'Staging' },
+    ],
+    tags: [{ name: 'animals', description: 'Animals (pets) in the store inventory.' }],
+  });
 }

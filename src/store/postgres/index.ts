@@ -8,7 +8,8 @@ import type { NewPet } from '../../schemas/index.js';
 import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
 import { createPostgresOrders } from './orders.js';
-import { type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
+import { createPostgresMessages } from './messages.js';
+import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
 
 /** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
 export const MIGRATION_LOCK_KEY = 0x50455453;
@@ -157,6 +158,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
   return {
     kind: 'postgres',
     ...createPostgresOrders({ query, transaction }),
+    ...createPostgresMessages({ query, transaction }),
 
     async migrate() {
       return guard(async () => {
@@ -308,13 +310,13 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
         if (inserted.rowCount === 1) return { outcome: 'claimed' };
         // The row exists: lock it so concurrent claimers decide one after another.
         const { rows } = await client.query<{ request_hash: string; resource_id: number | null; created_at: number; locked_at: number }>(
-          'SELECT request_hash, COALESCE(pet_id, order_id) AS resource_id, created_at, locked_at FROM idempotency_keys WHERE account_id = $1 AND key = $2 FOR UPDATE',
+          `SELECT request_hash, ${KEY_RESULT} AS resource_id, created_at, locked_at FROM idempotency_keys WHERE account_id = $1 AND key = $2 FOR UPDATE`,
           [accountId, key],
         );
         const row = rows[0]!;
         if (row.created_at <= now - ttlMs) {
           await client.query(
-            'UPDATE idempotency_keys SET request_hash = $3, pet_id = NULL, order_id = NULL, created_at = $4, locked_at = $4 WHERE account_id = $1 AND key = $2',
+            'UPDATE idempotency_keys SET request_hash = $3, pet_id = NULL, order_id = NULL, message_seq = NULL, created_at = $4, locked_at = $4 WHERE account_id = $1 AND key = $2',
             [accountId, key, requestHash, now],
           );
           return { outcome: 'claimed' };
@@ -332,7 +334,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
       return transaction(async (client) => {
         const { rows } = await client.query<PetRow>(insertPetSql, [accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt]);
         const done = await client.query(
-          'UPDATE idempotency_keys SET pet_id = $1 WHERE account_id = $2 AND key = $3 AND pet_id IS NULL AND order_id IS NULL',
+          `UPDATE idempotency_keys SET pet_id = $1 WHERE account_id = $2 AND key = $3 AND ${KEY_IN_FLIGHT}`,
           [rows[0]!.id, accountId, key],
         );
         // Another request completed this key meanwhile: roll back our pet, never a duplicate.
@@ -342,7 +344,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
     },
 
     async releaseIdempotencyKey(accountId, key) {
-      await query('DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND pet_id IS NULL AND order_id IS NULL', [accountId, key]);
+      await query(`DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND ${KEY_IN_FLIGHT}`, [accountId, key]);
     },
 
     async purgeIdempotencyKeys(before) {

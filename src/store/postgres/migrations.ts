@@ -126,4 +126,48 @@ export const migrations: Migration[] = [
       ALTER TABLE idempotency_keys ADD CONSTRAINT idempotency_keys_one_result CHECK (pet_id IS NULL OR order_id IS NULL);
     `,
   },
+  {
+    version: 5,
+    name: 'messages and jobs',
+    // The example API's messages, numbered per account (seq: what cursors and jobs refer to;
+    // the public id is random). jobs is the durable background queue: a row per unit of work,
+    // taken with FOR UPDATE SKIP LOCKED and leased, deleted in the transaction that finishes it.
+    sql: `
+      ALTER TABLE accounts ADD COLUMN last_message_seq bigint NOT NULL DEFAULT 0;
+
+      CREATE TABLE messages (
+        account_id     text COLLATE "C" NOT NULL REFERENCES accounts (id),
+        seq            bigint NOT NULL CHECK (seq >= 1),
+        id             text COLLATE "C" NOT NULL UNIQUE,
+        message        text NOT NULL,
+        status         text NOT NULL CHECK (status IN ('queued', 'delivered', 'failed')),
+        created_at     timestamptz NOT NULL,
+        delivered_at   timestamptz,
+        failure_reason text,
+        PRIMARY KEY (account_id, seq)
+      );
+      CREATE INDEX messages_by_account_status ON messages (account_id, status, seq);
+      CREATE INDEX messages_queued ON messages (created_at) WHERE status = 'queued';
+
+      CREATE TABLE jobs (
+        id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        kind         text NOT NULL,
+        account_id   text COLLATE "C" NOT NULL REFERENCES accounts (id),
+        ref          bigint NOT NULL,
+        attempts     integer NOT NULL DEFAULT 0,
+        run_at       bigint NOT NULL,
+        leased_until bigint NOT NULL DEFAULT 0,
+        last_error   text,
+        created_at   bigint NOT NULL
+      );
+      CREATE INDEX jobs_due ON jobs (kind, run_at);
+
+      ALTER TABLE idempotency_keys ADD COLUMN message_seq bigint;
+      ALTER TABLE idempotency_keys ADD CONSTRAINT idempotency_keys_message_fkey
+        FOREIGN KEY (account_id, message_seq) REFERENCES messages (account_id, seq);
+      ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_one_result;
+      ALTER TABLE idempotency_keys ADD CONSTRAINT idempotency_keys_one_result
+        CHECK ((pet_id IS NOT NULL)::int + (order_id IS NOT NULL)::int + (message_seq IS NOT NULL)::int <= 1);
+    `,
+  },
 ];

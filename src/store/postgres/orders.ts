@@ -3,7 +3,7 @@
 // sees it `available`, and the order and the pet change together or not at all.
 import type { PoolClient, QueryResultRow } from 'pg';
 import type { PetStatus } from '../../schemas/index.js';
-import { ORDER_COLUMNS, type OrderRow, toOrder } from '../rows.js';
+import { KEY_IN_FLIGHT, ORDER_COLUMNS, type OrderRow, toOrder } from '../rows.js';
 import type { ListOrdersQuery, OrderRepository, PlaceOrderResult } from '../types.js';
 
 export interface PostgresContext {
@@ -34,7 +34,7 @@ export function createPostgresOrders({ query, transaction }: PostgresContext): O
         const order = toOrder(rows[0]!);
         if (idempotencyKey !== undefined) {
           const done = await client.query(
-            'UPDATE idempotency_keys SET order_id = $1 WHERE account_id = $2 AND key = $3 AND pet_id IS NULL AND order_id IS NULL',
+            `UPDATE idempotency_keys SET order_id = $1 WHERE account_id = $2 AND key = $3 AND ${KEY_IN_FLIGHT}`,
             [order.id, accountId, idempotencyKey],
           );
           // Another request completed this key meanwhile: undo ours, never a duplicate.

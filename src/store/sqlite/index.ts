@@ -7,10 +7,11 @@ import { StoreUnavailableError } from '../../errors.js';
 import type { NewPet, Pet } from '../../schemas/index.js';
 import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
-import { type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
+import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
 import { createChangeCheck } from './change-check.js';
 import { createReadCache, type ReadCache } from './read-cache.js';
 import { createSqliteOrders, IdempotencyRace } from './orders.js';
+import { createSqliteMessages } from './messages.js';
 
 
 /** Most createPet calls one group-commit transaction takes; the rest wait for the next one. */
@@ -135,7 +136,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
   // under the write lock of the batch's transaction), in the order the calls were made. A pet
   // that then fails leaves a gap; the counter never goes back, so an id is never handed out
   // twice. An unknown account has no counter: its pets get ids from 1 and fail on the foreign key.
-  const nextIds = (counter: 'last_pet_id' | 'last_order_id', accountId: string, count: number): number => {
+  const nextIds = (counter: 'last_pet_id' | 'last_order_id' | 'last_message_seq', accountId: string, count: number): number => {
     const row = stmt<[number, string], { last: number }>(
       `UPDATE accounts SET ${counter} = ${counter} + ? WHERE id = ? RETURNING ${counter} AS last`,
     ).get(count, accountId);
@@ -230,6 +231,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
   const store: Store = {
     kind: 'sqlite',
     ...createSqliteOrders({ db, stmt, cache, nextIds }),
+    ...createSqliteMessages({ db, stmt, cache, nextIds }),
 
     async migrate() {
       const applied: number[] = [];
@@ -362,11 +364,11 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
       // sharing the file cannot both claim the same key.
       return db.transaction((): IdempotencyClaim => {
         const row = stmt<[string, string], { request_hash: string; resource_id: number | null; created_at: number; locked_at: number }>(
-          'SELECT request_hash, COALESCE(pet_id, order_id) AS resource_id, created_at, locked_at FROM idempotency_keys WHERE account_id = ? AND key = ?',
+          `SELECT request_hash, ${KEY_RESULT} AS resource_id, created_at, locked_at FROM idempotency_keys WHERE account_id = ? AND key = ?`,
         ).get(accountId, key);
         if (!row || row.created_at <= now - ttlMs) {
           stmt<unknown[], unknown>(
-            'INSERT OR REPLACE INTO idempotency_keys (account_id, key, request_hash, pet_id, order_id, created_at, locked_at) VALUES (?, ?, ?, NULL, NULL, ?, ?)',
+            'INSERT OR REPLACE INTO idempotency_keys (account_id, key, request_hash, created_at, locked_at) VALUES (?, ?, ?, ?, ?)',
           ).run(accountId, key, requestHash, now, now);
           return { outcome: 'claimed' };
         }
@@ -388,7 +390,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
             `INSERT INTO pets (account_id, id, name, category_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING ${petColumns}`,
           ).get(accountId, nextIds('last_pet_id', accountId, 1), pet.name, pet.categoryId, pet.status ?? null, createdAt)!;
           const done = stmt<[number, string, string], unknown>(
-            'UPDATE idempotency_keys SET pet_id = ? WHERE account_id = ? AND key = ? AND pet_id IS NULL AND order_id IS NULL',
+            `UPDATE idempotency_keys SET pet_id = ? WHERE account_id = ? AND key = ? AND ${KEY_IN_FLIGHT}`,
           ).run(row.id, accountId, key);
           // Another request completed this key meanwhile: roll back our pet, never a duplicate.
           if (done.changes !== 1) throw new IdempotencyRace();
@@ -403,7 +405,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     },
 
     async releaseIdempotencyKey(accountId, key) {
-      stmt<[string, string], unknown>('DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND pet_id IS NULL AND order_id IS NULL').run(accountId, key);
+      stmt<[string, string], unknown>(`DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND ${KEY_IN_FLIGHT}`).run(accountId, key);
     },
 
     async purgeIdempotencyKeys(before) {

@@ -3,7 +3,7 @@
 // cache hears about the pet's new status before any caller does.
 import type Database from 'better-sqlite3';
 import type { PetStatus } from '../../schemas/index.js';
-import { ORDER_COLUMNS, type OrderRow, toOrder } from '../rows.js';
+import { KEY_IN_FLIGHT, ORDER_COLUMNS, type OrderRow, toOrder } from '../rows.js';
 import type { ListOrdersQuery, MoveOrderResult, OrderRepository, PlaceOrderResult } from '../types.js';
 import type { ReadCache } from './read-cache.js';
 
@@ -13,7 +13,7 @@ export interface SqliteContext {
   stmt<P extends unknown[], R>(sql: string): Database.Statement<P, R>;
   cache: ReadCache | undefined;
   /** The first of `count` new ids from the account's counter (inside the caller's transaction). */
-  nextIds(counter: 'last_pet_id' | 'last_order_id', accountId: string, count: number): number;
+  nextIds(counter: 'last_pet_id' | 'last_order_id' | 'last_message_seq', accountId: string, count: number): number;
 }
 
 export function createSqliteOrders({ db, stmt, cache, nextIds }: SqliteContext): OrderRepository {
@@ -32,7 +32,7 @@ export function createSqliteOrders({ db, stmt, cache, nextIds }: SqliteContext):
     ).get(accountId, nextIds('last_order_id', accountId, 1), petId, createdAt, createdAt)!;
     if (key !== undefined) {
       const done = stmt<[number, string, string], unknown>(
-        'UPDATE idempotency_keys SET order_id = ? WHERE account_id = ? AND key = ? AND pet_id IS NULL AND order_id IS NULL',
+        `UPDATE idempotency_keys SET order_id = ? WHERE account_id = ? AND key = ? AND ${KEY_IN_FLIGHT}`,
       ).run(row.id, accountId, key);
       // Another request completed this key meanwhile: undo ours, never a duplicate.
       if (done.changes !== 1) throw new IdempotencyRace();
