@@ -128,7 +128,7 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
       // Unknown Expect values: RFC 9110 lets us ignore them and answer the request normally.
       server.on('checkExpectation', handler);
       server.on('connect', (_req: IncomingMessage, socket: Duplex) =>
-        rawErrorReply(socket, 405, 'method_not_allowed', 'CONNECT is not supported: this is not a proxy.'),
+        rawErrorReply(socket, 'method_not_allowed', 'CONNECT is not supported: this is not a proxy.'),
       );
       return server;
     },
