@@ -17,6 +17,7 @@ import { clientErrorHandler, frameworkErrorHandler, rawErrorReply, registerError
 import { createMetrics, registerMetrics } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
 import { registerShutdown } from './plugins/shutdown.js';
+import { portal } from './portal/plugin.js';
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../services/rate-limit.js';
 import { instrumentStore } from '../store/instrumented.js';
 import { healthRoutes } from './routes/health.js';
@@ -194,8 +195,9 @@ export async function buildApp({ config, store, logger, clock = systemClock }: A
   });
 
   const record = registerMetrics(app, metrics, store, config.metricsToken);
-  await registerOpenApi(app, config);
+  const openApiDocument = await registerOpenApi(app, config);
   await app.register(healthRoutes, { store });
+  await app.register(portal, { enabled: config.docs, openApiDocument });
   const wire = createPetWire(metrics);
   await app.register(petRoutes, { services, clock, rateLimiter, metrics, wire });
   if (config.fastPath) {

@@ -19,7 +19,8 @@ staging keys with \`psk_test_\`; a key only works in its own environment.
 
 **Stability**: operations may carry \`x-stability\` (\`experimental\` or \`beta\`); operations without it are stable.`;
 
-export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+/** Registers the document and its route; returns the served document (built on first use, once the app is ready). */
+export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<() => Record<string, unknown>> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
@@ -48,6 +49,8 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     transform: ({ schema, url }) => ({ schema, url: url.replace(/^\/v1(?=\/)/, '') }),
   });
 
-  let document: unknown;
-  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => (document ??= app.swagger()));
+  let document: Record<string, unknown> | undefined;
+  const served = () => (document ??= app.swagger() as unknown as Record<string, unknown>);
+  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => served());
+  return served;
 }
