@@ -83,3 +83,5 @@ export const HealthBody = Type.Object({ status: Type.String() });
 /** Stability marker for an operation's schema; operations without it are stable. */
 export type Stability = 'experimental' | 'beta';
 export const stability = (level: Stability) => ({ 'x-stability': level });
+/** The reference (/docs) shows the operation without a send control ("try it"). */
+export const hideTryItPanel = { 'x-hideTryItPanel': true } as const;

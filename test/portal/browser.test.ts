@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { ERROR_CODES } from '../../src/errors.js';
 import { operations, type OpenApiDocument } from '../../src/http/portal/openapi.js';
+import { hideTryItPanel, stability } from '../../src/http/responses.js';
 import { sharedAppWithKey, type TestApp } from '../helpers/app.js';
 import { browserSkip, launchChromium, SCREENSHOTS_DIR } from '../helpers/browser.js';
 
@@ -160,8 +161,8 @@ describe('developer portal in Chromium', { skip: browserSkip }, () => {
         operationId: 'listOrders',
         tags: ['animals'],
         summary: 'List orders (test operation)',
-        'x-hideTryItPanel': true,
-        'x-stability': 'experimental',
+        ...hideTryItPanel,
+        ...stability('experimental'),
         responses: { 200: { description: 'Orders.' } },
       },
     };
