@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { ERROR_CODES } from '../../src/errors.js';
-import { operations, type OpenApiDocument } from '../../src/http/portal/openapi.js';
+import { operations, type OpenApiDocument } from '../../src/http/portal/document.js';
 import { hideTryItPanel, stability } from '../../src/http/responses.js';
 import { sharedAppWithKey, type TestApp } from '../helpers/app.js';
 import { browserSkip, launchChromium, SCREENSHOTS_DIR } from '../helpers/browser.js';

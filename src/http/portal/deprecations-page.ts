@@ -1,7 +1,7 @@
 // /docs/deprecations: every deprecated operation of the served document, with when it was
 // deprecated (`x-deprecated-since`), its removal (`x-sunset`) and its successor (`x-successor`).
 import { escapeHtml, markdown } from './markdown.js';
-import { type OpenApiDocument, type Operation, operations, referenceLink } from './openapi.js';
+import { type OpenApiDocument, type Operation, operations, referenceLink } from './document.js';
 
 /** "21 November 2026", plus the time when it is not midnight UTC; anything unparsable as given. */
 export function formatInstant(value: unknown): string | undefined {

@@ -2,7 +2,7 @@
 // happens, and the operations whose documented responses name it (from the served document).
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../../errors.js';
 import { escapeHtml } from './markdown.js';
-import { type OpenApiDocument, type Operation, operations, referenceLink } from './openapi.js';
+import { type OpenApiDocument, type Operation, operations, referenceLink } from './document.js';
 
 const isErrorCode = (name: string): name is ErrorCode => Object.hasOwn(ERROR_CODES, name);
 

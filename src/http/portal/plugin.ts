@@ -12,7 +12,7 @@ import { deprecationsList } from './deprecations-page.js';
 import { errorsTable } from './errors-page.js';
 import { ASSETS_PREFIX, DOCS_PATH, renderPage } from './layout.js';
 import { markdown } from './markdown.js';
-import type { OpenApiDocument } from './openapi.js';
+import type { OpenApiDocument } from './document.js';
 
 const ROOT = new URL('../../../', import.meta.url);
 /** Markdown prose of the guide pages (read from the source tree, also when running dist/). */
