@@ -173,7 +173,8 @@ describe('developer portal in Chromium', { skip: browserSkip }, () => {
     await testPage.goto(`${app.url}/docs`);
     const orders = operationBlock(testPage, 'animals', 'listOrders');
     await orders.waitFor();
-    assert.match(await orders.locator('.portal-badge').innerText(), /experimental/i);
+    assert.match(await orders.locator('.portal-badge-stability').innerText(), /experimental/i);
+    assert.match(await orders.locator('.portal-badge-no-try-it').innerText(), /not sendable/i);
     await orders.locator('.opblock-summary-control').click();
     await orders.locator('.responses-table tr.response').first().waitFor();
     assert.equal(await orders.locator('button.try-out__btn, button.execute').count(), 0, 'listOrders has no send control');

@@ -34,12 +34,16 @@
   }
 
   // Badges after the path in each operation's summary line: `x-stability` (experimental, beta),
-  // and for deprecated operations their removal date (`x-sunset`) and successor (`x-successor`).
+  // no try-it (`x-hideTryItPanel`), and for deprecated operations their removal date
+  // (`x-sunset`) and successor (`x-successor`).
   function badgesFor(op) {
     var badges = [];
     var stability = op.get('x-stability');
     if (typeof stability === 'string' && stability) {
       badges.push({ kind: 'stability portal-badge-stability-' + stability.replace(/[^a-z-]/gi, ''), text: stability, title: 'x-stability: ' + stability + ' (may change without a deprecation period)' });
+    }
+    if (op.get('x-hideTryItPanel') === true) {
+      badges.push({ kind: 'no-try-it', text: 'Not sendable from this page', title: 'x-hideTryItPanel: this operation has no "Try it out"' });
     }
     if (op.get('deprecated') === true) {
       var sunset = op.get('x-sunset');
