@@ -38,6 +38,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** How long to wait for in-flight requests on SIGTERM, in ms. */
   shutdownTimeoutMs: number;
+  /** Serve the developer portal (/, /docs…); the OpenAPI documents are served either way. */
+  docs: boolean;
 }
 
 export class ConfigError extends Error {
@@ -108,5 +110,6 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: env.PETSTORE_METRICS_TOKEN || undefined,
     requestTimeoutMs: integer(env, 'PETSTORE_REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
     shutdownTimeoutMs: integer(env, 'PETSTORE_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    docs: boolean(env, 'PETSTORE_DOCS', true),
   };
 }

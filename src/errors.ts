@@ -1,5 +1,5 @@
 // The error model: every failure the API can report is one of these classes,
-// each with a stable machine-readable `code` and the HTTP status it maps to.
+// each with a stable machine-readable `code` and the HTTP status it maps to (ERROR_STATUS).
 // The codes are part of the public contract (documented in the OpenAPI document).
 
 export const ERROR_CODES = {
@@ -25,32 +25,55 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/** The HTTP status of each code: the one table ApiError, raw socket replies and /docs/errors read. */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  invalid_json: 400,
+  invalid_content_type: 400,
+  invalid_cursor: 400,
+  unauthorized: 401,
+  not_found: 404,
+  method_not_allowed: 405,
+  gone: 410,
+  payload_too_large: 413,
+  headers_too_large: 431,
+  request_timeout: 408,
+  idempotency_key_reused: 422,
+  idempotency_key_in_use: 409,
+  pet_not_available: 409,
+  invalid_transition: 409,
+  rate_limited: 429,
+  internal_error: 500,
+  service_unavailable: 503,
+} as const satisfies Record<ErrorCode, number>;
+
 export class ApiError extends Error {
   override name = 'ApiError';
   /** Extra response headers (WWW-Authenticate, Retry-After, Allow, ...). */
   readonly headers: Record<string, string>;
+  readonly status: number;
   constructor(
-    readonly status: number,
     readonly code: ErrorCode,
     message: string,
     headers: Record<string, string> = {},
   ) {
     super(message);
+    this.status = ERROR_STATUS[code];
     this.headers = headers;
   }
 }
 
 export class InvalidRequestError extends ApiError {
-  constructor(message: string) { super(400, 'invalid_request', message); }
+  constructor(message: string) { super('invalid_request', message); }
 }
 export class InvalidJsonError extends ApiError {
-  constructor(message: string) { super(400, 'invalid_json', message); }
+  constructor(message: string) { super('invalid_json', message); }
 }
 export class InvalidContentTypeError extends ApiError {
-  constructor(message: string) { super(400, 'invalid_content_type', message); }
+  constructor(message: string) { super('invalid_content_type', message); }
 }
 export class InvalidCursorError extends ApiError {
-  constructor(message: string) { super(400, 'invalid_cursor', message); }
+  constructor(message: string) { super('invalid_cursor', message); }
 }
 /** Header values must be visible ASCII; quotes and backslashes would end the quoted-string. */
 const headerSafe = (text: string) => text.replace(/[^\x20-\x7e]|["\\`]/g, '');
@@ -61,65 +84,65 @@ export class UnauthorizedError extends ApiError {
     const challenge = tokenPresented
       ? `Bearer realm="petstore", error="invalid_token", error_description="${headerSafe(message)}"`
       : 'Bearer realm="petstore"';
-    super(401, 'unauthorized', message, { 'www-authenticate': challenge });
+    super('unauthorized', message, { 'www-authenticate': challenge });
   }
 }
 export class NotFoundError extends ApiError {
-  constructor(message: string) { super(404, 'not_found', message); }
+  constructor(message: string) { super('not_found', message); }
 }
 export class MethodNotAllowedError extends ApiError {
   constructor(method: string, url: string, allowed: string[]) {
-    super(405, 'method_not_allowed', `${method} is not supported on ${url}. Allowed methods: ${allowed.join(', ')}.`, {
+    super('method_not_allowed', `${method} is not supported on ${url}. Allowed methods: ${allowed.join(', ')}.`, {
       allow: allowed.join(', '),
     });
   }
 }
 export class GoneError extends ApiError {
-  constructor(message: string) { super(410, 'gone', message); }
+  constructor(message: string) { super('gone', message); }
 }
 export class PayloadTooLargeError extends ApiError {
   constructor(limit: number) {
-    super(413, 'payload_too_large', `The request body is larger than ${limit} bytes. Send a smaller body.`);
+    super('payload_too_large', `The request body is larger than ${limit} bytes. Send a smaller body.`);
   }
 }
 export class IdempotencyKeyReusedError extends ApiError {
   constructor() {
-    super(422, 'idempotency_key_reused',
+    super('idempotency_key_reused',
       'This Idempotency-Key was already used with a different request body. Use a new key for a new request.');
   }
 }
 export class IdempotencyKeyInUseError extends ApiError {
   constructor() {
-    super(409, 'idempotency_key_in_use',
+    super('idempotency_key_in_use',
       'A request with this Idempotency-Key is still in progress. Retry after it completes.', { 'retry-after': '1' });
   }
 }
 export class PetNotAvailableError extends ApiError {
   constructor(petId: number, status: string | undefined) {
-    super(409, 'pet_not_available',
+    super('pet_not_available',
       `Pet ${petId} is ${status === undefined ? 'not available: it has no status' : `${status}, not available`}. Only pets with status "available" can be ordered.`);
   }
 }
 export class InvalidTransitionError extends ApiError {
   constructor(orderId: number, status: string, action: string) {
-    super(409, 'invalid_transition',
+    super('invalid_transition',
       `Order ${orderId} is ${status}: it cannot be ${action}. Only placed orders can be delivered or cancelled.`);
   }
 }
 export class RateLimitedError extends ApiError {
   constructor(retryAfterSeconds: number, headers: Record<string, string>) {
-    super(429, 'rate_limited',
+    super('rate_limited',
       `Rate limit exceeded for this API key. Retry after ${retryAfterSeconds} second(s).`,
       { ...headers, 'retry-after': String(retryAfterSeconds) });
   }
 }
 export class ServiceUnavailableError extends ApiError {
   constructor(message = 'The service is temporarily unavailable. Retry shortly.', retryAfterSeconds = 2) {
-    super(503, 'service_unavailable', message, { 'retry-after': String(retryAfterSeconds) });
+    super('service_unavailable', message, { 'retry-after': String(retryAfterSeconds) });
   }
 }
 export class InternalError extends ApiError {
-  constructor() { super(500, 'internal_error', 'An unexpected error occurred. It has been logged; retry or contact support with the X-Request-Id.'); }
+  constructor() { super('internal_error', 'An unexpected error occurred. It has been logged; retry or contact support with the X-Request-Id.'); }
 }
 
 /** Thrown by stores when the database cannot be reached; mapped to 503. */

@@ -17,6 +17,7 @@ import { clientErrorHandler, frameworkErrorHandler, rawErrorReply, registerError
 import { createMetrics, registerMetrics } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
 import { registerShutdown } from './plugins/shutdown.js';
+import { portal } from './portal/plugin.js';
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../services/rate-limit.js';
 import { instrumentStore } from '../store/instrumented.js';
 import { healthRoutes } from './routes/health.js';
@@ -133,7 +134,7 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
       // Unknown Expect values: RFC 9110 lets us ignore them and answer the request normally.
       server.on('checkExpectation', handler);
       server.on('connect', (_req: IncomingMessage, socket: Duplex) =>
-        rawErrorReply(socket, 405, 'method_not_allowed', 'CONNECT is not supported: this is not a proxy.'),
+        rawErrorReply(socket, 'method_not_allowed', 'CONNECT is not supported: this is not a proxy.'),
       );
       return server;
     },
@@ -217,8 +218,9 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
   });
 
   const record = registerMetrics(app, metrics, store, config.metricsToken);
-  await registerOpenApi(app, config);
+  const openApiDocument = await registerOpenApi(app, config);
   await app.register(healthRoutes, { store });
+  await app.register(portal, { enabled: config.docs, openApiDocument });
   const wire = createPetWire(metrics);
   await app.register(v1Routes, { services, clock, rateLimiter, metrics, wire });
   await app.register(exampleApi, { config, services, rateLimiter, metrics });

@@ -12,3 +12,15 @@ export const getPetDeprecationHeaders = {
   sunset: new Date(GET_PET_SUNSET_AT).toUTCString(),
   link: `</v1/pets>; rel="successor-version", <${DEPRECATION_DOC_PATH}>; rel="deprecation"; type="text/html"`,
 };
+
+const isoInstant = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+
+/**
+ * The same lifecycle in the OpenAPI document, as extensions on getPet: /docs/deprecations and
+ * the reference read them from the served document, so they hold for any deprecated operation.
+ */
+export const getPetDeprecationExtensions = {
+  'x-deprecated-since': isoInstant(GET_PET_DEPRECATED_AT),
+  'x-sunset': isoInstant(GET_PET_SUNSET_AT),
+  'x-successor': { operationId: 'listPets', note: 'with the `status` filter' },
+};

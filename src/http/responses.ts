@@ -1,6 +1,7 @@
 // OpenAPI response objects for routes. Fastify serializes each status with its schema,
 // and @fastify/swagger publishes description, headers and content as written here.
 import Type from 'typebox';
+import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../errors.js';
 import { ErrorBody, ref } from '../schemas/index.js';
 
 type HeaderSpec = Record<string, { type: 'string'; description: string }>;
@@ -11,8 +12,24 @@ export function success<S>(description: string, schema: S, headers: HeaderSpec =
   return { description, ...(Object.keys(headers).length ? { headers } : {}), content: json(schema) };
 }
 
+const exampleOf = (code: ErrorCode) => ({ code, message: ERROR_CODES[code], status: ERROR_STATUS[code] });
+
+/**
+ * An error response. Its description names the codes it can carry (`not_found`); each becomes
+ * an example body, so the reference shows the real code and status rather than a generic one.
+ */
 export function errorResponse(description: string, headers: HeaderSpec = {}) {
-  return success(description, ref(ErrorBody), headers);
+  const codes = [...new Set([...description.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!))].filter(
+    (name): name is ErrorCode => Object.hasOwn(ERROR_CODES, name),
+  );
+  const media = { schema: ref(ErrorBody) };
+  const content =
+    codes.length === 0
+      ? { 'application/json': media }
+      : codes.length === 1
+        ? { 'application/json': { ...media, example: exampleOf(codes[0]!) } }
+        : { 'application/json': { ...media, examples: Object.fromEntries(codes.map((code) => [code, { value: exampleOf(code) }])) } };
+  return { description, ...(Object.keys(headers).length ? { headers } : {}), content };
 }
 
 export const wwwAuthenticateHeader: HeaderSpec = {
@@ -83,3 +100,6 @@ export function pageLinkHeaders(path: string) {
     },
   };
 }
+
+/** The reference (/docs) shows the operation without a send control ("try it"). */
+export const hideTryItPanel = { 'x-hideTryItPanel': true } as const;

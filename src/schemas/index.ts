@@ -19,7 +19,7 @@ export const PetStatus = Type.Enum(PET_STATUSES, {
 export type PetStatus = Static<typeof PetStatus>;
 
 export const Id = (description: string) =>
-  Type.Integer({ format: 'int64', minimum: 1, maximum: MAX_SAFE_ID, description });
+  Type.Integer({ format: 'int64', minimum: 1, maximum: MAX_SAFE_ID, description, examples: [1] });
 
 /** A typed `$ref` to a shared schema, so routes reference components instead of inlining them. */
 export function ref<T extends TSchema>(schema: T) {

@@ -10,7 +10,7 @@ type ErrorBody = { code: string; message: string; status: number };
 describe('error model', () => {
   test('when a route does not exist, then 404 not_found as an Error body', async (t) => {
     const app = await startApp(t);
-    for (const path of ['/', '/nope', '/v1', '/v1/pet', '/v2/pets', '/v1/pets/1/extra']) {
+    for (const path of ['/nope', '/docs/nope', '/docs/assets/nope.js', '/v1', '/v1/pet', '/v2/pets', '/v1/pets/1/extra']) {
       const res = await app.request('GET', path);
       assert.equal(res.status, 404, path);
       assert.equal((res.body as ErrorBody).code, 'not_found');

@@ -7,7 +7,7 @@ import { before, describe, test } from 'node:test';
 import Fastify from 'fastify';
 import { loadConfig } from '../../src/config.js';
 import { registerOpenApi } from '../../src/http/plugins/openapi.js';
-import { stability } from '../../src/http/responses.js';
+import { hideTryItPanel, stability } from '../../src/http/responses.js';
 import { sharedApp, type TestApp } from '../helpers/app.js';
 import type { OpenApiDocument } from '../helpers/openapi.js';
 
@@ -168,14 +168,15 @@ describe('OpenAPI document', () => {
   });
 });
 
-describe('x-stability', () => {
-  test('when an operation schema is marked beta, then the published operation carries x-stability: beta', async (t) => {
+describe('x-stability and x-hideTryItPanel', () => {
+  test('when an operation schema is marked beta and without try-it, then the published operation carries both extensions', async (t) => {
     const app = Fastify();
     t.after(() => app.close());
     await registerOpenApi(app, loadConfig({}));
-    app.get('/v1/widgets', { schema: { operationId: 'listWidgets', tags: ['animals'], ...stability('beta') } }, async () => []);
+    app.get('/v1/widgets', { schema: { operationId: 'listWidgets', tags: ['animals'], ...stability('beta'), ...hideTryItPanel } }, async () => []);
     await app.ready();
     const doc = app.swagger() as unknown as { paths: Record<string, Record<string, Record<string, unknown>>> };
     assert.equal(doc.paths['/widgets']?.get?.['x-stability'], 'beta');
+    assert.equal(doc.paths['/widgets']?.get?.['x-hideTryItPanel'], true);
   });
 });

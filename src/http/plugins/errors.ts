@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   ApiError,
+  ERROR_STATUS,
   type ErrorCode,
   InternalError,
   InvalidContentTypeError,
@@ -55,7 +56,8 @@ const REASONS: Record<number, string> = {
  * Writes an Error response straight to the socket and closes it: for failures Node
  * reports before Fastify sees a request (malformed HTTP, huge headers, timeouts, CONNECT).
  */
-export function rawErrorReply(socket: Duplex, status: number, code: ErrorCode, message: string): void {
+export function rawErrorReply(socket: Duplex, code: ErrorCode, message: string): void {
+  const status = ERROR_STATUS[code];
   if (!socket.writable) {
     socket.destroy();
     return;
@@ -70,11 +72,11 @@ export function rawErrorReply(socket: Duplex, status: number, code: ErrorCode, m
 
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Duplex): void {
   if (error.code === 'HPE_HEADER_OVERFLOW') {
-    rawErrorReply(socket, 431, 'headers_too_large', 'The request headers are larger than 16 KiB. Send smaller headers.');
+    rawErrorReply(socket, 'headers_too_large', 'The request headers are larger than 16 KiB. Send smaller headers.');
   } else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    rawErrorReply(socket, 408, 'request_timeout', 'The request was not received in time. Send it again, faster.');
+    rawErrorReply(socket, 'request_timeout', 'The request was not received in time. Send it again, faster.');
   } else {
-    rawErrorReply(socket, 400, 'invalid_request', 'The HTTP request is malformed.');
+    rawErrorReply(socket, 'invalid_request', 'The HTTP request is malformed.');
   }
 }
 
@@ -84,11 +86,12 @@ export function frameworkErrorHandler(error: FastifyError, request: FastifyReque
     error.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? 'A path parameter is too long. Pet ids are integers from 1 to 9007199254740991.'
       : 'The request URL is malformed (bad percent-encoding?). Encode the path as UTF-8 percent-escapes.';
+  const refused = new InvalidRequestError(message);
   void reply
-    .status(400)
+    .status(refused.status)
     .headers({ 'x-request-id': request.id, 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' })
     .type('application/json; charset=utf-8')
-    .send({ code: 'invalid_request', message, status: 400 });
+    .send({ code: refused.code, message, status: refused.status });
 }
 
 export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): void {

@@ -60,9 +60,9 @@ export interface DocumentSpec {
 /**
  * Registers an OpenAPI 3.0.3 document of the routes of `app`'s context whose URL starts with
  * `spec.basePath` and that carry a tag: the schemas of their routes and the components they
- * reference, nothing else.
+ * reference, nothing else. Returns the served document (built on first use, once the app is ready).
  */
-export async function registerOpenApiDocument(app: FastifyInstance, spec: DocumentSpec): Promise<void> {
+export async function registerOpenApiDocument(app: FastifyInstance, spec: DocumentSpec): Promise<() => Record<string, unknown>> {
   const decorator = spec.decorator ?? 'swagger';
   const base = spec.basePath;
   await app.register(swagger, {
@@ -92,8 +92,10 @@ export async function registerOpenApiDocument(app: FastifyInstance, spec: Docume
       ('openapiObject' in document ? withUsedComponents(markOptionalBodies(document.openapiObject as OpenApiShape)) : document.swaggerObject) as Record<string, unknown>,
   });
 
-  let document: unknown;
-  app.get(spec.path, { schema: { hide: true } }, async () => (document ??= (app as unknown as Record<string, () => unknown>)[decorator]!()));
+  let document: Record<string, unknown> | undefined;
+  const served = () => (document ??= (app as unknown as Record<string, () => Record<string, unknown>>)[decorator]!());
+  app.get(spec.path, { schema: { hide: true } }, async () => served());
+  return served;
 }
 
 /** Drops component schemas no operation reaches (every schema shared by the app is known to every document). */
@@ -119,8 +121,9 @@ function withUsedComponents<T extends OpenApiShape & { components?: { schemas?: 
   return document;
 }
 
-export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
-  await registerOpenApiDocument(app, {
+/** Registers the Petstore document and its route; returns the served document. */
+export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<() => Record<string, unknown>> {
+  return registerOpenApiDocument(app, {
     path: OPENAPI_PATH,
     basePath: '/v1',
     info: { title: 'Petstore API', version: '1.0.0', description: DESCRIPTION },

@@ -16,7 +16,7 @@ import {
 import type { Services } from '../../services/index.js';
 import type { OrderAction } from '../../services/orders.js';
 import { accountId } from '../plugins/auth.js';
-import { commonErrors, errorResponse, nextPageLink, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, stability, success } from '../responses.js';
+import { commonErrors, errorResponse, hideTryItPanel, nextPageLink, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, stability, success } from '../responses.js';
 
 const ORDERS_PATH = '/v1/store/orders';
 
@@ -42,7 +42,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
           'Returns a page of the account\'s orders in ascending `id` order, optionally filtered by `status`, paged like ' +
           '`GET /pets` (`Link: <…>; rel="next"`, signed cursor bound to your account and the filter). ' + LIFECYCLE,
         ...stability('experimental'),
-        'x-hideTryItPanel': true,
+        ...hideTryItPanel,
         querystring: ListOrdersQuery,
         response: {
           200: success('A page of orders (a bare JSON array).', ref(Orders), pageLinkHeaders(ORDERS_PATH)),

@@ -16,7 +16,7 @@ import {
 } from '../../schemas/index.js';
 import type { Services } from '../../services/index.js';
 import type { PetPage } from '../../services/pets.js';
-import { GET_PET_SUNSET_AT, getPetDeprecationHeaders } from '../deprecation.js';
+import { GET_PET_SUNSET_AT, getPetDeprecationExtensions, getPetDeprecationHeaders } from '../deprecation.js';
 import { accountId } from '../plugins/auth.js';
 import type { Metrics } from '../plugins/metrics.js';
 import { commonErrors, errorResponse, nextPageLink, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, success } from '../responses.js';
@@ -169,6 +169,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
           'Deprecated: removed on 5 December 2030 (from then on it answers 410 `gone`). Use `GET /pets` with the `status` filter instead. ' +
           'Every response carries `Deprecation`, `Sunset` and `Link` headers. An animal of another account answers 404, like a missing one.',
         deprecated: true,
+        ...getPetDeprecationExtensions,
         params: PetIdParams,
         response: {
           200: success('The animal.', ref(Pet), deprecationHeaders),

@@ -1,0 +1,41 @@
+// /docs/errors: every error code of the error model (src/errors.ts) with its status and when it
+// happens, and the operations whose documented responses name it (from the served document).
+import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../../errors.js';
+import { escapeHtml } from './markdown.js';
+import { type OpenApiDocument, type Operation, operations, referenceLink } from './document.js';
+
+const isErrorCode = (name: string): name is ErrorCode => Object.hasOwn(ERROR_CODES, name);
+
+/** Which operations' responses name each code (response descriptions quote it: `not_found`). */
+function documentedOn(doc: OpenApiDocument): Map<ErrorCode, Set<Operation>> {
+  const found = new Map<ErrorCode, Set<Operation>>();
+  for (const op of operations(doc)) {
+    for (const { description } of op.responses) {
+      for (const [, name] of description.matchAll(/`([a-z_]+)`/g)) {
+        if (!name || !isErrorCode(name)) continue;
+        found.set(name, (found.get(name) ?? new Set()).add(op));
+      }
+    }
+  }
+  return found;
+}
+
+export function errorsTable(doc: OpenApiDocument): string {
+  const where = documentedOn(doc);
+  const codes = (Object.keys(ERROR_CODES) as ErrorCode[]).sort((a, b) => ERROR_STATUS[a] - ERROR_STATUS[b]);
+  const rows = codes.map((code) => {
+    const ops = [...(where.get(code) ?? [])];
+    const returnedBy = ops.length === 0
+      ? 'Any request'
+      : ops.map((op) => `<a href="${escapeHtml(referenceLink(op))}"><code>${escapeHtml(op.operationId)}</code></a>`).join(', ');
+    return (
+      `<tr id="${escapeHtml(code)}"><td><code>${escapeHtml(code)}</code></td><td>${ERROR_STATUS[code]}</td>` +
+      `<td>${escapeHtml(ERROR_CODES[code])}</td><td>${returnedBy}</td></tr>`
+    );
+  });
+  return (
+    '<table class="error-codes"><thead><tr><th scope="col"><code>code</code></th><th scope="col">Status</th>' +
+    '<th scope="col">When it happens</th><th scope="col">Documented on</th></tr></thead>' +
+    `<tbody>\n${rows.join('\n')}\n</tbody></table>`
+  );
+}

@@ -1,0 +1,127 @@
+// The developer portal: GET / -> /docs, the interactive reference (Swagger UI over the served
+// /v1/openapi.json), the guides (Markdown in ./pages) and the pages generated from the error
+// model and the document. Everything it loads comes from this origin (see CSP below).
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import etag from '@fastify/etag';
+import fastifyStatic from '@fastify/static';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { DEPRECATION_DOC_PATH } from '../deprecation.js';
+import { deprecationsList } from './deprecations-page.js';
+import { errorsTable } from './errors-page.js';
+import { ASSETS_PREFIX, DOCS_PATH, renderPage } from './layout.js';
+import { markdown } from './markdown.js';
+import type { OpenApiDocument } from './document.js';
+
+const ROOT = new URL('../../../', import.meta.url);
+/** Markdown prose of the guide pages (read from the source tree, also when running dist/). */
+export const PAGES_DIR = fileURLToPath(new URL('src/http/portal/pages/', ROOT));
+/** Built by scripts/build-portal.mjs (`npm run build`): Swagger UI and ./assets, with .br and .gz copies. */
+export const ASSETS_DIR = fileURLToPath(new URL('dist/portal/assets/', ROOT));
+
+/**
+ * Only this origin, for everything. Images may also be data: URIs (Swagger UI's stylesheet
+ * draws its icons with them); no inline script or style, no eval, no framing.
+ */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "img-src 'self' data:",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+export interface PortalOptions {
+  /** PETSTORE_DOCS: false keeps only /docs/deprecations, which API responses link to. */
+  enabled: boolean;
+  /** The document served at /v1/openapi.json. */
+  openApiDocument: () => OpenApiDocument;
+}
+
+const readPage = (name: string) => readFileSync(path.join(PAGES_DIR, name), 'utf8');
+
+/** Renders on first request (the document exists only once the app is ready), then serves the same bytes. */
+function memo(render: () => string): () => string {
+  let html: string | undefined;
+  return () => (html ??= render());
+}
+
+function sendHtml(reply: FastifyReply, html: string): FastifyReply {
+  // Revalidated on every use (ETag), so a new release is seen at once.
+  return reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(html);
+}
+
+export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, openApiDocument }) => {
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
+    reply.header('referrer-policy', 'no-referrer');
+    done();
+  });
+  // Strong ETags from the bytes of each generated page; If-None-Match -> 304.
+  await app.register(etag, { algorithm: 'sha256' });
+
+  const deprecationsPage = memo(() =>
+    renderPage({
+      title: 'Deprecations',
+      path: DEPRECATION_DOC_PATH,
+      main: markdown.render(readPage('deprecations.md')) + deprecationsList(openApiDocument()),
+      mainClass: 'guide',
+      standalone: !enabled,
+    }),
+  );
+  app.get(DEPRECATION_DOC_PATH, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, deprecationsPage()));
+  if (!enabled) return;
+
+  if (!existsSync(ASSETS_DIR)) app.log.warn({ dir: ASSETS_DIR }, 'developer portal assets are missing: run `npm run build`');
+  await app.register(fastifyStatic, {
+    root: ASSETS_DIR,
+    prefix: ASSETS_PREFIX,
+    decorateReply: false,
+    index: false,
+    // The .br or .gz copy the client accepts (Vary: Accept-Encoding), else the file itself.
+    preCompressed: true,
+    cacheControl: false,
+    setHeaders: (res) => {
+      res.setHeader('cache-control', 'no-cache');
+      // Every asset has .br and .gz copies: caches must key on Accept-Encoding.
+      res.setHeader('vary', 'accept-encoding');
+    },
+  });
+
+  app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect(DOCS_PATH, 302));
+  app.get(`${DOCS_PATH}/`, { schema: { hide: true } }, async (_request, reply) => reply.redirect(DOCS_PATH, 302));
+
+  const reference = memo(() =>
+    renderPage({
+      title: 'API reference',
+      path: DOCS_PATH,
+      main:
+        '<div class="reference-intro"><p>Send requests from this page: click <strong>Authorize</strong>, paste your API key ' +
+        '(see the <a href="/docs/quickstart">Quickstart</a>), then open an operation and choose <strong>Try it out</strong>. ' +
+        'The key stays in this tab\'s memory, and requests go only to this server.</p></div>' +
+        '<div id="swagger-ui"><p class="reference-loading">Loading the reference…</p></div>' +
+        '<noscript><p class="reference-loading">The interactive reference needs JavaScript. The document itself is ' +
+        '<a href="/v1/openapi.json">/v1/openapi.json</a>.</p></noscript>',
+      mainClass: 'reference',
+      stylesheets: [`${ASSETS_PREFIX}swagger-ui.css`],
+      scripts: [`${ASSETS_PREFIX}swagger-ui-bundle.js`, `${ASSETS_PREFIX}reference.js`],
+    }),
+  );
+  const quickstart = memo(() =>
+    renderPage({ title: 'Quickstart', path: `${DOCS_PATH}/quickstart`, main: markdown.render(readPage('quickstart.md')), mainClass: 'guide' }),
+  );
+  const errors = memo(() =>
+    renderPage({
+      title: 'Errors',
+      path: `${DOCS_PATH}/errors`,
+      main: markdown.render(readPage('errors.md')) + errorsTable(openApiDocument()),
+      mainClass: 'guide',
+    }),
+  );
+
+  app.get(DOCS_PATH, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, reference()));
+  app.get(`${DOCS_PATH}/quickstart`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, quickstart()));
+  app.get(`${DOCS_PATH}/errors`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, errors()));
+};

@@ -1,0 +1,190 @@
+// The developer portal over HTTP: redirect, security headers, validators, compression, the
+// generated pages, and PETSTORE_DOCS=false.
+import assert from 'node:assert/strict';
+import { get, type IncomingHttpHeaders } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../../src/errors.js';
+import { deprecationsList } from '../../src/http/portal/deprecations-page.js';
+import { errorsTable } from '../../src/http/portal/errors-page.js';
+import { markdown } from '../../src/http/portal/markdown.js';
+import { sharedApp, startApp } from '../helpers/app.js';
+
+const PAGES = ['/docs', '/docs/quickstart', '/docs/errors', '/docs/deprecations'];
+const ASSETS = ['/docs/assets/swagger-ui-bundle.js', '/docs/assets/swagger-ui.css', '/docs/assets/reference.js', '/docs/assets/portal.css'];
+
+/** A GET that keeps the body as bytes and decodes nothing (fetch would undo Content-Encoding). */
+function rawGet(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    get(url, { headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
+describe('developer portal over HTTP', () => {
+  const getApp = sharedApp();
+
+  test('when / or /docs/ is requested, then 302 to /docs', async () => {
+    const app = await getApp();
+    for (const path of ['/', '/docs/']) {
+      const res = await rawGet(app.url + path);
+      assert.equal(res.status, 302, path);
+      assert.equal(res.headers.location, '/docs');
+    }
+  });
+
+  test('when pages and assets are requested, then the CSP allows only this origin and nosniff is set', async () => {
+    const app = await getApp();
+    for (const path of [...PAGES, ...ASSETS, '/']) {
+      const res = await rawGet(app.url + path);
+      assert.ok(res.status === 200 || res.status === 302, `${path}: ${res.status}`);
+      assert.equal(res.headers['x-content-type-options'], 'nosniff', path);
+      const csp = String(res.headers['content-security-policy'] ?? '');
+      const directives = new Map(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values]));
+      assert.deepEqual(directives.get('default-src'), ["'self'"], `${path}: ${csp}`);
+      for (const [name, values] of directives) {
+        for (const value of values) {
+          // Only keywords for this origin or nothing, and data: images (Swagger UI's icons): no host, no inline, no eval.
+          assert.ok(["'self'", "'none'"].includes(value) || (name === 'img-src' && value === 'data:'), `${path}: ${name} ${value}`);
+        }
+      }
+    }
+  });
+
+  test('when pages are requested, then they are HTML with the one navigation, and uncacheable without revalidation', async () => {
+    const app = await getApp();
+    for (const path of PAGES) {
+      const res = await rawGet(app.url + path);
+      assert.equal(res.status, 200, path);
+      assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
+      assert.equal(res.headers['cache-control'], 'no-cache');
+      const html = res.body.toString('utf8');
+      for (const href of ['/docs', '/docs/quickstart', '/docs/errors', '/docs/deprecations', '/v1/openapi.json', '/example/v1/openapi.json']) {
+        assert.match(html, new RegExp(`<nav[^]*href="${href}"[^]*</nav>`), `${path} links ${href}`);
+      }
+      assert.match(html, new RegExp(`href="${path}" aria-current="page"`), `${path} is the current page`);
+    }
+  });
+
+  test('when a page or asset is requested again with its ETag, then 304 without a body; a stale ETag gets 200', async () => {
+    const app = await getApp();
+    for (const path of [...PAGES, ...ASSETS]) {
+      for (const encoding of ['identity', 'br']) {
+        const first = await rawGet(app.url + path, { 'accept-encoding': encoding });
+        const etag = first.headers.etag;
+        assert.ok(etag, `${path} has an ETag`);
+        const again = await rawGet(app.url + path, { 'if-none-match': etag, 'accept-encoding': encoding });
+        assert.equal(again.status, 304, `${path} (${encoding})`);
+        assert.equal(again.body.length, 0);
+        const stale = await rawGet(app.url + path, { 'if-none-match': '"stale"', 'accept-encoding': encoding });
+        assert.equal(stale.status, 200);
+      }
+    }
+  });
+
+  test('when an asset is requested with Accept-Encoding, then br or gzip bytes that decode to the file, else the file itself', async () => {
+    const app = await getApp();
+    for (const path of ['/docs/assets/swagger-ui-bundle.js', '/docs/assets/swagger-ui.css']) {
+      const plain = await rawGet(app.url + path);
+      assert.equal(plain.status, 200);
+      assert.equal(plain.headers['content-encoding'], undefined);
+      assert.ok(plain.body.length > 100_000, `${path} is a large asset`);
+      assert.match(String(plain.headers.vary), /accept-encoding/i);
+
+      const br = await rawGet(app.url + path, { 'accept-encoding': 'gzip, deflate, br' });
+      assert.equal(br.headers['content-encoding'], 'br');
+      assert.match(String(br.headers.vary), /accept-encoding/i);
+      assert.ok(br.body.length < plain.body.length / 3, `${path}: br ${br.body.length} of ${plain.body.length} bytes`);
+      assert.ok(brotliDecompressSync(br.body).equals(plain.body));
+
+      const gzip = await rawGet(app.url + path, { 'accept-encoding': 'gzip' });
+      assert.equal(gzip.headers['content-encoding'], 'gzip');
+      assert.ok(gunzipSync(gzip.body).equals(plain.body));
+      assert.notEqual(gzip.headers.etag, br.headers.etag, 'each encoding has its own validator');
+    }
+  });
+
+  test('when the errors page is read, then every code of the error model is listed with its status', async () => {
+    const app = await getApp();
+    const html = (await rawGet(`${app.url}/docs/errors`)).body.toString('utf8');
+    for (const code of Object.keys(ERROR_CODES) as ErrorCode[]) {
+      assert.match(html, new RegExp(`<tr id="${code}"><td><code>${code}</code></td><td>${ERROR_STATUS[code]}</td>`), code);
+    }
+    // …and the statuses are the ones the API really sends.
+    const { key } = await app.createAccount();
+    for (const [method, path, options] of [
+      ['GET', '/nope', {}],
+      ['GET', '/v1/pets', {}],
+      ['DELETE', '/v1/pets', { key }],
+      ['POST', '/v1/pets', { key, rawBody: '{', headers: { 'content-type': 'application/json' } }],
+      ['GET', '/v1/pets?cursor=forged', { key }],
+    ] as const) {
+      const res = await app.request(method, path, options);
+      const { code, status } = res.body as { code: ErrorCode; status: number };
+      assert.equal(ERROR_STATUS[code], status, `${method} ${path}: ${code}`);
+      assert.match(html, new RegExp(`<tr id="${code}"><td><code>${code}</code></td><td>${status}</td>`));
+    }
+  });
+
+  test("when the README's error table is read, then it lists every code with the status of the error model", () => {
+    const readme = readFileSync('README.md', 'utf8');
+    const table = readme.slice(readme.indexOf('### Error codes'));
+    const rows = new Map([...table.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \|/gm)].map((m) => [m[1], Number(m[2])]));
+    assert.deepEqual(Object.fromEntries(rows), { ...ERROR_STATUS });
+  });
+
+  test('when the deprecations page is read, then getPet is listed with since, sunset and successor from the document', async () => {
+    const app = await getApp();
+    const html = (await rawGet(`${app.url}/docs/deprecations`)).body.toString('utf8');
+    const section = /<section class="deprecation" id="getPet">[^]*?<\/section>/.exec(html)?.[0] ?? '';
+    assert.match(section, /<code>GET \/v1\/pets\/\{petId\}<\/code>/);
+    assert.match(section, /<dt>Deprecated since<\/dt><dd>21 November 2026<\/dd>/);
+    assert.match(section, /<dt>Removed on \(sunset\)<\/dt><dd><strong>5 December 2030<\/strong><\/dd>/);
+    assert.match(section, /<code>GET \/v1\/pets<\/code> with the <code>status<\/code> filter \(<a href="\/docs#\/animals\/listPets">/);
+    assert.equal(html.match(/<section class="deprecation"/g)?.length, 1, 'only deprecated operations are listed');
+  });
+
+  test('when the document or the Markdown holds HTML, then the pages show it as text', () => {
+    const hostile = '<script>alert(1)</script><img src=x onerror=alert(2)>';
+    const doc = {
+      servers: [{ url: 'https://api.example/v1' }],
+      paths: {
+        [`/x/${hostile}`]: {
+          get: {
+            operationId: hostile,
+            summary: hostile,
+            description: hostile,
+            deprecated: true,
+            'x-deprecated-since': hostile,
+            'x-successor': { operationId: hostile, note: hostile },
+            responses: { 400: { description: `${hostile} (\`invalid_request\`)` } },
+          },
+        },
+      },
+    };
+    for (const html of [deprecationsList(doc), errorsTable(doc), markdown.render(`# ${hostile}\n\n${hostile}\n\n[x](javascript:alert(3))`)]) {
+      assert.doesNotMatch(html, /<script|<img|href="javascript:/i, html);
+      assert.match(html, /&lt;script&gt;/);
+    }
+  });
+
+  test('when PETSTORE_DOCS=false, then the portal answers 404 but the OpenAPI document and the deprecation notice stay', async (t) => {
+    const app = await startApp(t, { env: { PETSTORE_DOCS: 'false' } });
+    for (const path of ['/', '/docs', '/docs/', '/docs/quickstart', '/docs/errors', '/docs/assets/swagger-ui-bundle.js']) {
+      const res = await app.request('GET', path);
+      assert.equal(res.status, 404, path);
+      assert.equal((res.body as { code: string }).code, 'not_found');
+    }
+    assert.equal((await app.request('GET', '/v1/openapi.json')).status, 200);
+    // getPet's Link header points here, so it stays, without the portal's navigation and assets.
+    const notice = await app.request('GET', '/docs/deprecations');
+    assert.equal(notice.status, 200);
+    assert.match(notice.text, /id="getPet"/);
+    assert.doesNotMatch(notice.text, /<nav|\/docs\/assets\//);
+  });
+});
