@@ -46,6 +46,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/store/orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List orders
+         * @description Returns a page of the account's orders in ascending `id` order, optionally filtered by `status`, paged like `GET /pets` (`Link: <…>; rel="next"`, signed cursor bound to your account and the filter). Lifecycle: `placeOrder` needs an `available` pet and makes it `pending` (order `placed`); `deliverOrder` makes the order `delivered` and the pet `sold`; `cancelOrder` makes it `cancelled` and the pet `available` again. The order and its pet always change together. Experimental: this may still change.
+         */
+        get: operations["listOrders"];
+        put?: never;
+        /**
+         * Place an order for a pet
+         * @description Orders one of your pets. The pet must be `available`; in the same transaction it becomes `pending`. Of concurrent orders for one pet exactly one succeeds; the others get 409 `pet_not_available`. The 201 is sent once the order is durably stored. Send an `Idempotency-Key` header to make retries safe. Lifecycle: `placeOrder` needs an `available` pet and makes it `pending` (order `placed`); `deliverOrder` makes the order `delivered` and the pet `sold`; `cancelOrder` makes it `cancelled` and the pet `available` again. The order and its pet always change together. Experimental: this may still change.
+         */
+        post: operations["placeOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/store/orders/{orderId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an order
+         * @description The order as it is now. An order of another account answers 404, like a missing one.
+         */
+        get: operations["getOrder"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/store/orders/{orderId}/deliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver an order
+         * @description Marks a `placed` order `delivered` and its pet `sold`, together. Only a `placed` order can move. Asking again once it is done answers 200 with the order unchanged (safe to retry); any other move answers 409 `invalid_transition`, naming the current status. No body is needed; if one is sent it must be `{}`.
+         */
+        post: operations["deliverOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/store/orders/{orderId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel an order
+         * @description Marks a `placed` order `cancelled` and its pet `available` again, together. Only a `placed` order can move. Asking again once it is done answers 200 with the order unchanged (safe to retry); any other move answers 409 `invalid_transition`, naming the current status. No body is needed; if one is sent it must be `{}`.
+         */
+        post: operations["cancelOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -73,7 +157,7 @@ export interface components {
         Pet: {
             /**
              * Format: int64
-             * @description Unique identifier assigned by the service on creation.
+             * @description Unique identifier assigned by the service on creation, unique within your account: each account numbers its pets 1, 2, 3, … in creation order (gaps are possible; an id is never reused). Another account may have a pet with the same number; ids tell nothing about other accounts.
              */
             id: number;
             /**
@@ -90,13 +174,54 @@ export interface components {
         };
         /** @description A page of animals, in ascending id order. */
         Pets: components["schemas"]["Pet"][];
+        /**
+         * @description Where an order is in its lifecycle. `placed`: the pet is reserved (its status is `pending`); `delivered`: the sale is done (the pet is `sold`); `cancelled`: the reservation was released (the pet is `available` again). `delivered` and `cancelled` are final.
+         * @enum {string}
+         */
+        OrderStatus: "placed" | "delivered" | "cancelled";
+        /** @description An order to place. Unknown fields are rejected with 400 `invalid_request`. */
+        NewOrder: {
+            /**
+             * Format: int64
+             * @description The pet to order: one of your pets, currently `available`.
+             */
+            petId: number;
+        };
+        /** @description An order for one pet. Experimental: the shape may still change. */
+        Order: {
+            /**
+             * Format: int64
+             * @description Identifier assigned by the service, numbered per account from 1 like pet ids (unique within your account, never reused).
+             */
+            id: number;
+            /**
+             * Format: int64
+             * @description The ordered pet.
+             */
+            petId: number;
+            status: components["schemas"]["OrderStatus"];
+            /**
+             * Format: date-time
+             * @description When the order was placed. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the order last changed status (equals `createdAt` until then). RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            updatedAt: string;
+        };
+        /** @description A page of orders, in ascending id order. */
+        Orders: components["schemas"]["Order"][];
         /** @description Every non-2xx response has this body. */
         Error: {
             /**
              * @description Machine-readable error code, stable across releases.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "invalid_cursor" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "invalid_cursor" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "rate_limited" | "internal_error" | "service_unavailable";
             /** @description Human-readable description of what was wrong and how to fix it. */
             message: string;
             /** @description The HTTP status code of the response. */
@@ -210,7 +335,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the create safe to retry (draft-ietf-httpapi-idempotency-key-header). 1 to 255 visible ASCII characters, quoted (`"8e03978e-…"`) or not; a UUID is a good choice. Scoped to your account and kept for 24 hours: a retry with the same key and body replays the first response (with `Idempotent-Replayed: true`) without creating another pet; the same key with a different body answers 422 `idempotency_key_reused`; a retry while the first request is still running answers 409 `idempotency_key_in_use`. */
+                /** @description Makes the create safe to retry (draft-ietf-httpapi-idempotency-key-header). 1 to 255 visible ASCII characters, quoted (`"8e03978e-…"`) or not; a UUID is a good choice. Scoped to your account and kept for 24 hours: a retry with the same key and body replays the first response (with `Idempotent-Replayed: true`) without creating another pet; the same key with a different body (or on another operation) answers 422 `idempotency_key_reused`; a retry while the first request is still running answers 409 `idempotency_key_in_use`. Only successes are remembered: after an error, a retry with the same key runs the request again. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -507,6 +632,624 @@ export interface operations {
                     Sunset?: string;
                     /** @description The successor (`</v1/pets>; rel="successor-version"`) and the deprecation notice (`rel="deprecation"`). */
                     Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listOrders: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of orders to return. */
+                limit?: number;
+                status?: components["schemas"]["OrderStatus"];
+                /** @description Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. Do not build or edit it. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of orders (a bare JSON array). */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description RFC 8288 link to the next page: `</v1/store/orders?limit=20&cursor=…>; rel="next"` (root-relative; keeps `limit` and `status`). Absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Orders"];
+                };
+            };
+            /** @description A query parameter is invalid (`invalid_request`) or the cursor is malformed, tampered with, from another account or for another filter (`invalid_cursor`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    placeOrder: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the create safe to retry (draft-ietf-httpapi-idempotency-key-header). 1 to 255 visible ASCII characters, quoted (`"8e03978e-…"`) or not; a UUID is a good choice. Scoped to your account and kept for 24 hours: a retry with the same key and body replays the first response (with `Idempotent-Replayed: true`) without creating another order; the same key with a different body (or on another operation) answers 422 `idempotency_key_reused`; a retry while the first request is still running answers 409 `idempotency_key_in_use`. Only successes are remembered: after an error, a retry with the same key runs the request again. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewOrder"];
+            };
+        };
+        responses: {
+            /** @description Order placed (or, with a reused Idempotency-Key, the first response replayed). */
+            201: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The new order: `/v1/store/orders/{orderId}`. */
+                    Location?: string;
+                    /** @description `true` when this is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            /** @description The body is missing, or `petId` is missing or not an integer from 1 to 9007199254740991, or there are unknown fields (`invalid_request`); the body is not JSON (`invalid_json`) or not sent as application/json (`invalid_content_type`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No pet with this id in your account (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The pet is not `available` (`pet_not_available`; the message names its status), or a request with the same Idempotency-Key is still running (`idempotency_key_in_use`, with `Retry-After`). */
+            409: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than 64 KiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was already used with a different body or operation (`idempotency_key_reused`). */
+            422: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getOrder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identifier of the order. */
+                orderId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The order. */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            /** @description `orderId` is not an integer from 1 to 9007199254740991 (`invalid_request`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No order with this id in your account (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deliverOrder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identifier of the order. */
+                orderId: number;
+            };
+            cookie?: never;
+        };
+        /** @description No fields: send no body, or `{}`. */
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The order after the move (or unchanged, when it was already done). */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            /** @description `orderId` is not an integer from 1 to 9007199254740991 or a body other than `{}` was sent (`invalid_request`); a body that is not JSON (`invalid_json`) or not sent as application/json (`invalid_content_type`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No order with this id in your account (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The order is in a status this move cannot start from (`invalid_transition`). */
+            409: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than 64 KiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    cancelOrder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identifier of the order. */
+                orderId: number;
+            };
+            cookie?: never;
+        };
+        /** @description No fields: send no body, or `{}`. */
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The order after the move (or unchanged, when it was already done). */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            /** @description `orderId` is not an integer from 1 to 9007199254740991 or a body other than `{}` was sent (`invalid_request`); a body that is not JSON (`invalid_json`) or not sent as application/json (`invalid_content_type`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No order with this id in your account (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The order is in a status this move cannot start from (`invalid_transition`). */
+            409: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than 64 KiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
