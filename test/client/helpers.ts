@@ -69,3 +69,20 @@ export async function petstoreError(promise: Promise<unknown>): Promise<Petstore
   assert.ok(error instanceof PetstoreError, `expected a PetstoreError, got ${String(error)}`);
   return error;
 }
+
+/** A random (v4) UUID, as the client generates for Idempotency-Key and the server for X-Request-Id. */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** The error matches the answer the server sent for its (only) attempt, field by field. */
+export function assertErrorFromAnswer(error: PetstoreError, attempts: Attempt[], status: number, code: string): void {
+  assert.equal(attempts.length, 1, `not retried: ${attempts.map((a) => a.status).join(', ')}`);
+  const [answer] = attempts;
+  const body = JSON.parse(answer!.body!) as { code: string; message: string; status: number };
+  assert.equal(error.status, status);
+  assert.equal(error.code, code);
+  assert.deepEqual({ code: error.code, message: error.message, status: error.status }, body);
+  assert.equal(error.requestId, answer!.requestId);
+  assert.match(error.requestId ?? '', UUID);
+  assert.equal(error.name, 'PetstoreError');
+  assert.ok(error instanceof Error);
+}
