@@ -7,7 +7,7 @@ import { before, describe, test } from 'node:test';
 import type { ListOrdersParams, Order, OrderStatus, Petstore, PetStatus } from '@petstore/client';
 import { sharedApp, type TestApp } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
-import { assertErrorFromAnswer, type Attempt, petstoreError, recordingClient, UUID } from './helpers.js';
+import { assertErrorFromAnswer, type Attempt, newAccountClient, petstoreError, type RecordingOptions, UUID } from './helpers.js';
 
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const query = (a: Attempt) => Object.fromEntries(new URL(a.url).searchParams);
@@ -34,13 +34,11 @@ for (const backend of backends) {
       app = await getApp();
     });
 
-    /** A fresh account (so each test sees only its own pets and orders) and a client for it. */
-    async function client(options: { maxRetries?: number; onAnswer?: (attempt: Attempt) => unknown } = {}) {
-      const { key, accountId } = await app.createAccount();
-      const { petstore, attempts } = recordingClient(app.url, key, options);
-      /** A new pet of this account, `available` unless told otherwise (`null`: no status). */
-      const pet = async (status: PetStatus | null = 'available') => petstore.pets.create({ name: 'Rex', categoryId: 1, ...(status ? { status } : {}) });
-      return { petstore, attempts, key, accountId, pet };
+    /** A client of a fresh account, and `pet()`: a new pet of it, `available` unless told otherwise (`null`: no status). */
+    async function client(options: RecordingOptions = {}) {
+      const account = await newAccountClient(app, options);
+      const pet = async (status: PetStatus | null = 'available') => account.petstore.pets.create({ name: 'Rex', categoryId: 1, ...(status ? { status } : {}) });
+      return { ...account, pet };
     }
     const petStatus = async (petstore: Petstore, id: number) => (await petstore.pets.list({ limit: 100 })).data.find((p) => p.id === id)?.status;
 

@@ -7,7 +7,7 @@ import { type NewPet, type Pet, Petstore, type PetStatus } from '@petstore/clien
 import type { Store } from '../../src/store/types.js';
 import { sharedApp, type TestApp } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
-import { assertErrorFromAnswer, type Attempt, petstoreError, recordingClient, UUID } from './helpers.js';
+import { assertErrorFromAnswer, type Attempt, newAccountClient, petstoreError, type RecordingOptions, recordingClient, UUID } from './helpers.js';
 
 const STATUSES: PetStatus[] = ['available', 'pending', 'sold'];
 
@@ -20,11 +20,7 @@ for (const backend of backends) {
       app = await getApp();
     });
 
-    /** A fresh account (so each test sees only its own pets) and a client for it. */
-    async function client(options: { maxRetries?: number; onAnswer?: (attempt: Attempt) => unknown } = {}) {
-      const { key, accountId } = await app.createAccount();
-      return { ...recordingClient(app.url, key, options), key, accountId };
-    }
+    const client = (options: RecordingOptions = {}) => newAccountClient(app, options);
 
     test('when a pet is created, then create returns it with its id, and get (deprecated) and list return the same pet', async () => {
       const { petstore } = await client();
