@@ -3,3 +3,11 @@ export { Petstore, type PetstoreOptions, DEFAULT_BASE_URL } from './petstore.js'
 export { PetstoreError, type PetstoreErrorInit, type PetstoreErrorCode, type ServerErrorCode, type ClientErrorCode } from './errors.js';
 export type { Page, WriteOptions, Fetch } from './core.js';
 export { type Pets, type Pet, type NewPet, type PetStatus, type ListPetsParams, type ListAllPetsParams } from './resources/pets.js';
+export {
+  type Orders,
+  type Order,
+  type NewOrder,
+  type OrderStatus,
+  type ListOrdersParams,
+  type ListAllOrdersParams,
+} from './resources/orders.js';

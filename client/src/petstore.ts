@@ -1,5 +1,6 @@
 // The client's entry object: options are checked once here, then shared by every resource.
 import { Core, type Fetch } from './core.js';
+import { Orders } from './resources/orders.js';
 import { Pets } from './resources/pets.js';
 
 export interface PetstoreOptions {
@@ -26,6 +27,11 @@ export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080/v1';
 export class Petstore {
   /** The pets (animals) of the key's account. */
   readonly pets: Pets;
+  /**
+   * The orders of the key's account: place one for an available pet, then deliver or cancel it.
+   * @experimental `x-stability: experimental` in the API document: the shape may still change.
+   */
+  readonly orders: Orders;
   /** The Petstore server URL in use, ending in `/v1`. */
   readonly baseUrl: string;
   /** The messaging example API's URL in use. */
@@ -47,7 +53,9 @@ export class Petstore {
     if (fetch === undefined) throw new TypeError('Petstore: no global fetch here; pass options.fetch.');
     // Called as a plain function: browsers throw "Illegal invocation" for fetch called on another object.
     const shared = { apiKey, maxRetries, timeoutMs, fetch: ((input, init) => fetch(input, init)) as Fetch };
-    this.pets = new Pets(new Core({ ...shared, baseUrl: this.baseUrl }));
+    const core = new Core({ ...shared, baseUrl: this.baseUrl });
+    this.pets = new Pets(core);
+    this.orders = new Orders(core);
   }
 }
 

@@ -2,6 +2,7 @@
 // client's own `fetch` option, so the real global fetch still does the HTTP), and clients.
 import assert from 'node:assert/strict';
 import { Petstore, PetstoreError, type PetstoreOptions } from '@petstore/client';
+import type { TestApp } from '../helpers/app.js';
 
 export interface Attempt {
   method: string;
@@ -47,15 +48,19 @@ export function recordingFetch(onAnswer?: (attempt: Attempt) => unknown): Record
   return { fetch: recording, attempts };
 }
 
+export type RecordingOptions = Omit<PetstoreOptions, 'apiKey' | 'baseUrl' | 'fetch'> & { onAnswer?: (attempt: Attempt) => unknown };
+
 /** A client of the server at `origin` (`http://127.0.0.1:<port>`) that records its attempts. */
-export function recordingClient(
-  origin: string,
-  apiKey: string,
-  options: Omit<PetstoreOptions, 'apiKey' | 'baseUrl' | 'fetch'> & { onAnswer?: (attempt: Attempt) => unknown } = {},
-): { petstore: Petstore; attempts: Attempt[] } {
+export function recordingClient(origin: string, apiKey: string, options: RecordingOptions = {}): { petstore: Petstore; attempts: Attempt[] } {
   const { onAnswer, ...rest } = options;
   const recorder = recordingFetch(onAnswer);
   return { petstore: new Petstore({ apiKey, baseUrl: `${origin}/v1`, fetch: recorder.fetch, ...rest }), attempts: recorder.attempts };
+}
+
+/** A recording client of a new account of `app`, so that a test sees only its own pets and orders. */
+export async function newAccountClient(app: TestApp, options: RecordingOptions = {}) {
+  const { key, accountId } = await app.createAccount();
+  return { ...recordingClient(app.url, key, options), key, accountId };
 }
 
 /** The PetstoreError the call rejects with (fails when it fulfils or rejects with anything else). */
@@ -68,4 +73,21 @@ export async function petstoreError(promise: Promise<unknown>): Promise<Petstore
   }
   assert.ok(error instanceof PetstoreError, `expected a PetstoreError, got ${String(error)}`);
   return error;
+}
+
+/** A random (v4) UUID, as the client generates for Idempotency-Key and the server for X-Request-Id. */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** The error matches the answer the server sent for its (only) attempt, field by field. */
+export function assertErrorFromAnswer(error: PetstoreError, attempts: Attempt[], status: number, code: string): void {
+  assert.equal(attempts.length, 1, `not retried: ${attempts.map((a) => a.status).join(', ')}`);
+  const [answer] = attempts;
+  const body = JSON.parse(answer!.body!) as { code: string; message: string; status: number };
+  assert.equal(error.status, status);
+  assert.equal(error.code, code);
+  assert.deepEqual({ code: error.code, message: error.message, status: error.status }, body);
+  assert.equal(error.requestId, answer!.requestId);
+  assert.match(error.requestId ?? '', UUID);
+  assert.equal(error.name, 'PetstoreError');
+  assert.ok(error instanceof Error);
 }

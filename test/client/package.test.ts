@@ -19,8 +19,9 @@ const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 /** Code using every public method and type; the @ts-expect-error lines prove the types are precise. */
 const EVERY_METHOD = `
 import {
-  type ClientErrorCode, DEFAULT_BASE_URL, type ListAllPetsParams, type ListPetsParams, type NewPet, type Page, type Pet,
-  Petstore, PetstoreError, type PetstoreErrorCode, type PetstoreOptions, type PetStatus, type ServerErrorCode, type WriteOptions,
+  type ClientErrorCode, DEFAULT_BASE_URL, type ListAllOrdersParams, type ListAllPetsParams, type ListOrdersParams, type ListPetsParams,
+  type NewOrder, type NewPet, type Order, type Orders, type OrderStatus, type Page, type Pet, type Pets, Petstore, PetstoreError,
+  type PetstoreErrorCode, type PetstoreOptions, type PetStatus, type ServerErrorCode, type WriteOptions,
 } from '@petstore/client';
 
 const options: PetstoreOptions = {
@@ -49,6 +50,25 @@ export async function everyMethod(): Promise<number> {
   for await (const pet of petstore.pets.listAll()) count += pet.categoryId;
   const one: Pet = await petstore.pets.get(created.id);
   const status: PetStatus | undefined = one.status;
+
+  const orders: Orders = petstore.orders;
+  const pets: Pets = petstore.pets;
+  const newOrder: NewOrder = { petId: created.id };
+  const placed: Order = await orders.place(newOrder, write);
+  const other: Order = await petstore.orders.place({ petId: again.id });
+  const orderParams: ListOrdersParams = { limit: 20, status: 'placed', cursor: 'abc' };
+  const orderPage: Page<Order> = await petstore.orders.list(orderParams);
+  const firstOrders: Order[] = (await petstore.orders.list()).data;
+  const allOrders: ListAllOrdersParams = { status: 'delivered', limit: 100 };
+  for await (const order of petstore.orders.listAll(allOrders)) count += order.petId;
+  for await (const order of petstore.orders.listAll()) count += order.id;
+  const got: Order = await petstore.orders.get(placed.id);
+  const delivered: Order = await petstore.orders.deliver(placed.id);
+  const cancelled: Order = await petstore.orders.cancel(other.id);
+  const orderStatuses: OrderStatus[] = [got.status, delivered.status, cancelled.status];
+  const times: string[] = [got.createdAt, got.updatedAt];
+  const orderCodes: ServerErrorCode[] = ['pet_not_available', 'invalid_transition'];
+  count += orderPage.data.length + firstOrders.length + orderStatuses.length + times.length + orderCodes.length + (pets === petstore.pets ? 1 : 0);
   try {
     await petstore.pets.get(again.id);
   } catch (error) {
@@ -67,6 +87,14 @@ export async function everyMethod(): Promise<number> {
   await petstore.pets.create({ name: 'Rex' });
   // @ts-expect-error: listAll takes no cursor
   petstore.pets.listAll({ cursor: 'abc' });
+  // @ts-expect-error: an order's status is placed, delivered or cancelled
+  await petstore.orders.list({ status: 'sold' });
+  // @ts-expect-error: petId is required
+  await petstore.orders.place({});
+  // @ts-expect-error: listAll takes no cursor
+  petstore.orders.listAll({ cursor: 'abc' });
+  // @ts-expect-error: deliver takes the order id only (no body)
+  await petstore.orders.deliver(placed.id, {});
   // @ts-expect-error: apiKey is required
   new Petstore({ baseUrl: DEFAULT_BASE_URL });
   return count + first.length + (next?.length ?? 0) + (status?.length ?? 0) + urls.length;
@@ -118,6 +146,13 @@ describe('the packed @petstore/client, installed into an empty project', () => {
     // The doc comment right before get(): deprecated, with the sunset and the successor.
     const getDoc = /\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*get\(id: number\): Promise<Pet>;/.exec(pets)?.[1] ?? '';
     assert.match(getDoc.replace(/\s*\*\s*/g, ' '), /@deprecated .*5 December 2030.*\{@link Pets\.list\} with the `status` filter/);
+    // Orders are experimental (x-stability): the class and each of its methods say so where editors show it.
+    const orders = readFileSync(path.join(project, 'node_modules', '@petstore', 'client', 'dist', 'resources', 'orders.d.ts'), 'utf8');
+    const methods = ['list', 'listAll', 'place', 'get', 'deliver', 'cancel'];
+    for (const name of ['class Orders', ...methods.map((m) => `${m}(`)]) {
+      const doc = new RegExp(`/\\*\\*((?:(?!\\*/)[\\s\\S])*)\\*/\\s*(?:export declare )?${name.replace('(', '\\(')}`).exec(orders)?.[1] ?? '';
+      assert.match(doc, /@experimental/, `${name} in orders.d.ts`);
+    }
   });
 
   test('when an example using every method is type-checked against the installed package, then tsc --noEmit passes with browser and with Node settings', async () => {
@@ -132,7 +167,7 @@ describe('the packed @petstore/client, installed into an empty project', () => {
     }
   });
 
-  test('when the README example is compiled and run against a real server, then it creates, lists and reports an error as shown', async () => {
+  test('when the README example is compiled and run against a real server, then it creates, lists, orders and reports an error as shown', async () => {
     const { app, key } = await getApp();
     writeFileSync(path.join(project, 'readme-example.ts'), readmeExample());
     const node = { lib: ['ES2022'], types: ['node'], typeRoots: [path.join(ROOT, 'node_modules', '@types')], outDir: 'out' };
@@ -148,7 +183,8 @@ describe('the packed @petstore/client, installed into an empty project', () => {
     const id = /^created pet (\d+)$/.exec(lines[0] ?? '')?.[1];
     assert.ok(id, stdout);
     assert.deepEqual(lines.slice(1, 3), ['first page: 1 pet(s), more: false', `pet ${id}: Rex`]);
-    assert.match(lines[3] ?? '', /^400 invalid_request: .+ \(request [0-9a-f-]{36}\)$/);
-    assert.equal(lines.length, 4, stdout);
+    assert.match(lines[3] ?? '', new RegExp(`^order \\d+ for pet ${id}: placed, then delivered$`));
+    assert.match(lines[4] ?? '', /^400 invalid_request: .+ \(request [0-9a-f-]{36}\)$/);
+    assert.equal(lines.length, 5, stdout);
   });
 });

@@ -3,28 +3,13 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { inspect } from 'node:util';
-import { type NewPet, type Pet, Petstore, PetstoreError, type PetStatus } from '@petstore/client';
+import { type NewPet, type Pet, Petstore, type PetStatus } from '@petstore/client';
 import type { Store } from '../../src/store/types.js';
 import { sharedApp, type TestApp } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
-import { type Attempt, petstoreError, recordingClient } from './helpers.js';
+import { assertErrorFromAnswer, type Attempt, newAccountClient, petstoreError, type RecordingOptions, recordingClient, UUID } from './helpers.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const STATUSES: PetStatus[] = ['available', 'pending', 'sold'];
-
-/** The error matches the answer the server sent for its (only) attempt, field by field. */
-function assertErrorFromAnswer(error: PetstoreError, attempts: Attempt[], status: number, code: string): void {
-  assert.equal(attempts.length, 1, `not retried: ${attempts.map((a) => a.status).join(', ')}`);
-  const [answer] = attempts;
-  const body = JSON.parse(answer!.body!) as { code: string; message: string; status: number };
-  assert.equal(error.status, status);
-  assert.equal(error.code, code);
-  assert.deepEqual({ code: error.code, message: error.message, status: error.status }, body);
-  assert.equal(error.requestId, answer!.requestId);
-  assert.match(error.requestId ?? '', UUID);
-  assert.equal(error.name, 'PetstoreError');
-  assert.ok(error instanceof Error);
-}
 
 for (const backend of backends) {
   describe(`@petstore/client pets against the real server (${backend.name})`, () => {
@@ -35,11 +20,7 @@ for (const backend of backends) {
       app = await getApp();
     });
 
-    /** A fresh account (so each test sees only its own pets) and a client for it. */
-    async function client(options: { maxRetries?: number; onAnswer?: (attempt: Attempt) => unknown } = {}) {
-      const { key, accountId } = await app.createAccount();
-      return { ...recordingClient(app.url, key, options), key, accountId };
-    }
+    const client = (options: RecordingOptions = {}) => newAccountClient(app, options);
 
     test('when a pet is created, then create returns it with its id, and get (deprecated) and list return the same pet', async () => {
       const { petstore } = await client();
