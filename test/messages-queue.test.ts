@@ -30,6 +30,27 @@ async function send(url: string, key: string, text: string): Promise<Message | u
   }
 }
 
+/** Eight clients sending messages until stopped (or until the server is gone); what got a 202. */
+function startSending(url: string, key: string): { accepted: Message[]; stop(): Promise<Message[]> } {
+  const accepted: Message[] = [];
+  let stopped = false;
+  const senders = Array.from({ length: 8 }, async (_, w) => {
+    for (let n = 0; !stopped; n++) {
+      const message = await send(url, key, `w${w}-${n}`);
+      if (!message) return;
+      accepted.push(message);
+    }
+  });
+  return {
+    accepted,
+    async stop() {
+      stopped = true;
+      await Promise.all(senders);
+      return accepted;
+    },
+  };
+}
+
 async function allMessages(url: string, key: string): Promise<Message[]> {
   const messages: Message[] = [];
   let next: string | undefined = '/example/v1/messages?limit=100';
@@ -81,21 +102,12 @@ describe('the message queue across processes', { concurrency: true }, () => {
       t.after(() => killAndDrop(fixture, server));
       server = await startServer(fixture.env);
       const url = server.url;
-      const accepted: Message[] = [];
-      let stop = false;
-      const senders = Array.from({ length: 8 }, async (_, w) => {
-        for (let n = 0; !stop; n++) {
-          const message = await send(url, fixture.key, `w${w}-${n}`);
-          if (!message) return;
-          accepted.push(message);
-        }
-      });
-      while (accepted.length < 20) await sleep(5);
+      const sending = startSending(url, fixture.key);
+      while (sending.accepted.length < 20) await sleep(5);
       await sleep(100 + Math.floor(Math.random() * 200));
       server.kill('SIGKILL');
       await server.exited;
-      stop = true;
-      await Promise.all(senders);
+      const accepted = await sending.stop();
 
       server = await startServer(fixture.env);
       // A job leased by the dead process comes due again when its lease (5 s) ends.
@@ -114,20 +126,11 @@ describe('the message queue across processes', { concurrency: true }, () => {
     t.after(() => killAndDrop(fixture, server));
     server = await startServer(fixture.env);
     const url = server.url;
-    const accepted: Message[] = [];
-    let stop = false;
-    const senders = Array.from({ length: 8 }, async (_, w) => {
-      for (let n = 0; !stop; n++) {
-        const message = await send(url, fixture.key, `w${w}-${n}`);
-        if (!message) return;
-        accepted.push(message);
-      }
-    });
-    while (accepted.length < 20) await sleep(5);
+    const sending = startSending(url, fixture.key);
+    while (sending.accepted.length < 20) await sleep(5);
     server.kill('SIGTERM');
     const exit = await server.exited;
-    stop = true;
-    await Promise.all(senders);
+    const accepted = await sending.stop();
     assert.equal(exit.code, 0, `exit ${exit.code ?? exit.signal}: ${server.messages.slice(-5).join(' | ')}`);
     server = await startServer(fixture.env);
     const messages = await drained(server.url, fixture.key, 15_000);

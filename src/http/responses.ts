@@ -39,6 +39,11 @@ export const wwwAuthenticateHeader: HeaderSpec = {
   },
 };
 
+/** On a create's replay (same Idempotency-Key and body). */
+export const idempotentReplayedHeader: HeaderSpec = {
+  'Idempotent-Replayed': { type: 'string', description: '`true` when this is a replay of an earlier request with the same Idempotency-Key.' },
+};
+
 export const retryAfterHeader: HeaderSpec = {
   'Retry-After': { type: 'string', description: 'Seconds to wait before retrying.' },
 };

@@ -44,15 +44,14 @@ export function createMessageWorker(deps: {
   let stopped = true;
   let lastErrorLogged = 0;
 
-  async function process(job: Job): Promise<void> {
+  /** Delivers one job's message; true when it is done and only needs recording. */
+  async function deliverJob(job: Job): Promise<boolean> {
     const message = await store.getMessageBySeq(job.accountId, job.ref);
-    if (!message || message.status !== 'queued') {
-      // Finished by another worker whose lease ran out meanwhile: only the job is left to remove.
-      await store.completeMessageDelivery(job, new Date(clock.now()).toISOString());
-      return;
-    }
+    // Finished by another worker whose lease ran out meanwhile: only the job is left to remove.
+    if (!message || message.status !== 'queued') return true;
     try {
       await deliver(message);
+      return true;
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       if (job.attempts >= MAX_ATTEMPTS) {
@@ -61,9 +60,8 @@ export function createMessageWorker(deps: {
         await store.retryJob(job, reason, clock.now() + retryDelayMs(job.attempts));
         counters.retried();
       }
-      return;
+      return false;
     }
-    if (await store.completeMessageDelivery(job, new Date(clock.now()).toISOString())) counters.delivered();
   }
 
   /** Takes and processes due jobs until none is left; returns how many it took. */
@@ -72,7 +70,11 @@ export function createMessageWorker(deps: {
     for (;;) {
       const jobs = await store.claimJobs(MESSAGE_JOB, clock.now(), LEASE_MS, BATCH);
       taken += jobs.length;
-      for (const job of jobs) await process(job);
+      const done: Job[] = [];
+      for (const job of jobs) if (await deliverJob(job)) done.push(job);
+      // One commit records the whole batch.
+      const moved = await store.completeMessageDeliveries(done, new Date(clock.now()).toISOString());
+      for (let i = 0; i < moved; i++) counters.delivered();
       if (jobs.length < BATCH || stopped) return taken;
     }
   }

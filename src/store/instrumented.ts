@@ -29,7 +29,7 @@ const TIMED = [
   'getMessageBySeq',
   'listMessages',
   'claimJobs',
-  'completeMessageDelivery',
+  'completeMessageDeliveries',
   'retryJob',
   'failMessage',
   'messageQueueStats',

@@ -150,10 +150,11 @@ export interface MessageRepository {
    */
   claimJobs(kind: Job['kind'], now: number, leaseMs: number, max: number): Promise<Job[]>;
   /**
-   * The message is delivered and its job done, together; false (nothing changed but the job
-   * removed) when the message was no longer queued: the status moves once, whoever tries.
+   * The jobs' messages are delivered and the jobs done, all in one transaction (one commit for
+   * a whole batch). A message no longer queued is left as it is (its job is still removed): the
+   * status moves once, whoever tries. Returns how many messages moved.
    */
-  completeMessageDelivery(job: Job, deliveredAt: string): Promise<boolean>;
+  completeMessageDeliveries(jobs: readonly Job[], deliveredAt: string): Promise<number>;
   /** Gives the job back, due again at `retryAt` (epoch ms), with the reason kept for the record. */
   retryJob(job: Job, error: string, retryAt: number): Promise<void>;
   /** The message failed (with the reason) and its job is done, together, if it was still queued. */

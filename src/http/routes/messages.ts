@@ -5,7 +5,7 @@ import { ListMessagesQuery, Message, MessageIdParams, Messages, NewMessage, Send
 import type { Services } from '../../services/index.js';
 import type { StoredMessage } from '../../store/types.js';
 import { accountId } from '../plugins/auth.js';
-import { commonErrors, errorResponse, nextPageLink, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, success } from '../responses.js';
+import { commonErrors, errorResponse, idempotentReplayedHeader, nextPageLink, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, success } from '../responses.js';
 
 export const EXAMPLE_BASE_PATH = '/example/v1';
 const MESSAGES_PATH = `${EXAMPLE_BASE_PATH}/messages`;
@@ -33,7 +33,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
           202: success('Accepted and queued: the body is the message as stored, `status` is `queued`.', ref(Message), {
             ...rateLimitHeaders,
             Location: { type: 'string', description: 'The message\'s status resource: `/example/v1/messages/{id}`. Poll it.' },
-            'Idempotent-Replayed': { type: 'string', description: '`true` when this is a replay of an earlier request with the same Idempotency-Key.' },
+            ...idempotentReplayedHeader,
           }),
           400: errorResponse(
             'The body is missing, or `message` is missing, not a string, empty, blank, longer than 2000 characters or has control ' +

@@ -16,7 +16,7 @@ import {
 import type { Services } from '../../services/index.js';
 import type { OrderAction } from '../../services/orders.js';
 import { accountId } from '../plugins/auth.js';
-import { commonErrors, errorResponse, hideTryItPanel, nextPageLink, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, stability, success } from '../responses.js';
+import { commonErrors, errorResponse, idempotentReplayedHeader, hideTryItPanel, nextPageLink, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, stability, success } from '../responses.js';
 
 const ORDERS_PATH = '/v1/store/orders';
 
@@ -80,7 +80,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
           201: success('Order placed (or, with a reused Idempotency-Key, the first response replayed).', ref(Order), {
             ...rateLimitHeaders,
             Location: { type: 'string', description: 'The new order: `/v1/store/orders/{orderId}`.' },
-            'Idempotent-Replayed': { type: 'string', description: '`true` when this is a replay of an earlier request with the same Idempotency-Key.' },
+            ...idempotentReplayedHeader,
           }),
           400: errorResponse(
             'The body is missing, or `petId` is missing or not an integer from 1 to 9007199254740991, or there are unknown fields ' +

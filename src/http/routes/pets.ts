@@ -19,7 +19,7 @@ import type { PetPage } from '../../services/pets.js';
 import { GET_PET_SUNSET_AT, getPetDeprecationExtensions, getPetDeprecationHeaders } from '../deprecation.js';
 import { accountId } from '../plugins/auth.js';
 import type { Metrics } from '../plugins/metrics.js';
-import { commonErrors, errorResponse, nextPageLink, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, success } from '../responses.js';
+import { commonErrors, errorResponse, idempotentReplayedHeader, nextPageLink, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, success } from '../responses.js';
 
 const linkHeader = pageLinkHeaders('/v1/pets');
 
@@ -129,7 +129,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
         response: {
           201: success('Animal added (or, with a reused Idempotency-Key, the first response replayed). The body includes the assigned `id`.', ref(Pet), {
             ...rateLimitHeaders,
-            'Idempotent-Replayed': { type: 'string', description: '`true` when this is a replay of an earlier request with the same Idempotency-Key.' },
+            ...idempotentReplayedHeader,
           }),
           409: errorResponse('A request with the same Idempotency-Key is still running (`idempotency_key_in_use`). Retry after `Retry-After` seconds.', {
             ...rateLimitHeaders,

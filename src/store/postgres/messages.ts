@@ -6,13 +6,19 @@ import type { Job, ListMessagesQuery, MessageRepository, StoredMessage } from '.
 import type { PostgresContext } from './orders.js';
 
 export function createPostgresMessages({ query, transaction }: PostgresContext): MessageRepository {
-  /** Sets the message's final state if it is still queued, and removes the job either way. */
-  const finish = (job: Job, set: string, value: string) =>
-    transaction(async (client) => {
-      const changed = await client.query(`UPDATE messages SET ${set} WHERE account_id = $2 AND seq = $3 AND status = 'queued'`, [value, job.accountId, job.ref]);
-      await client.query('DELETE FROM jobs WHERE id = $1', [job.id]);
-      return changed.rowCount === 1;
-    });
+  /** Sets each job's message to its final state if it is still queued, and removes the jobs either way: one statement; how many moved. */
+  const finish = async (jobs: readonly Job[], set: string, value: string): Promise<number> => {
+    const [row] = await query<{ moved: number }>(
+      `WITH done AS (DELETE FROM jobs WHERE id = ANY($2::bigint[]) RETURNING account_id, ref),
+            moved AS (
+              UPDATE messages m SET ${set} FROM done
+              WHERE m.account_id = done.account_id AND m.seq = done.ref AND m.status = 'queued' RETURNING 1
+            )
+       SELECT count(*)::int AS moved FROM moved`,
+      [value, jobs.map((job) => job.id)],
+    );
+    return row!.moved;
+  };
 
   return {
     enqueueMessage(accountId, m, now, idempotencyKey) {
@@ -76,16 +82,16 @@ export function createPostgresMessages({ query, transaction }: PostgresContext):
       return rows.map(toJob);
     },
 
-    completeMessageDelivery(job, deliveredAt) {
-      return finish(job, "status = 'delivered', delivered_at = $1", deliveredAt);
+    async completeMessageDeliveries(jobs, deliveredAt) {
+      return jobs.length === 0 ? 0 : finish(jobs, "status = 'delivered', delivered_at = $1", deliveredAt);
     },
 
     async retryJob(job, error, retryAt) {
       await query('UPDATE jobs SET run_at = $1, leased_until = 0, last_error = $2 WHERE id = $3', [retryAt, error, job.id]);
     },
 
-    failMessage(job, reason) {
-      return finish(job, "status = 'failed', failure_reason = $1", reason);
+    async failMessage(job, reason) {
+      return (await finish([job], "status = 'failed', failure_reason = $1", reason)) === 1;
     },
 
     async messageQueueStats() {

@@ -28,11 +28,14 @@ export function createSqliteMessages({ db, stmt, nextIds }: SqliteContext): Mess
     ).all(now + leaseMs, kind, now, now, max).map(toJob),
   );
 
-  /** Sets the message's final state if it is still queued, and removes the job either way. */
-  const finish = db.transaction((job: Job, set: string, values: unknown[]): boolean => {
-    const changed = stmt<unknown[], unknown>(`UPDATE messages SET ${set} WHERE account_id = ? AND seq = ? AND status = 'queued'`).run(...values, job.accountId, job.ref).changes;
-    stmt<[number], unknown>('DELETE FROM jobs WHERE id = ?').run(job.id);
-    return changed === 1;
+  /** Sets each job's message to its final state if it is still queued, and removes the jobs either way; how many moved. */
+  const finish = db.transaction((jobs: readonly Job[], set: string, values: unknown[]): number => {
+    let moved = 0;
+    for (const job of jobs) {
+      moved += stmt<unknown[], unknown>(`UPDATE messages SET ${set} WHERE account_id = ? AND seq = ? AND status = 'queued'`).run(...values, job.accountId, job.ref).changes;
+      stmt<[number], unknown>('DELETE FROM jobs WHERE id = ?').run(job.id);
+    }
+    return moved;
   });
 
   return {
@@ -70,8 +73,8 @@ export function createSqliteMessages({ db, stmt, nextIds }: SqliteContext): Mess
       return due === undefined ? [] : claim.immediate(kind, now, leaseMs, max);
     },
 
-    async completeMessageDelivery(job, deliveredAt) {
-      return finish.immediate(job, "status = 'delivered', delivered_at = ?", [deliveredAt]);
+    async completeMessageDeliveries(jobs, deliveredAt) {
+      return jobs.length === 0 ? 0 : finish.immediate(jobs, "status = 'delivered', delivered_at = ?", [deliveredAt]);
     },
 
     async retryJob(job, error, retryAt) {
@@ -79,7 +82,7 @@ export function createSqliteMessages({ db, stmt, nextIds }: SqliteContext): Mess
     },
 
     async failMessage(job, reason) {
-      return finish.immediate(job, "status = 'failed', failure_reason = ?", [reason]);
+      return finish.immediate([job], "status = 'failed', failure_reason = ?", [reason]) === 1;
     },
 
     async messageQueueStats() {
