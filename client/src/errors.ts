@@ -11,7 +11,8 @@ export type ServerErrorCode = components['schemas']['Error']['code'] | ExampleCo
 
 /**
  * The client's own codes, for calls that got no usable answer (`status` is then 0 unless noted):
- * - `timeout`: no complete answer within `timeoutMs` (per attempt);
+ * - `timeout`: no complete answer within `timeoutMs` (per attempt), or a message still `queued`
+ *   when the `timeoutMs` of `messages.waitUntilDone` has passed;
  * - `network_error`: the connection failed or broke before a complete answer;
  * - `unexpected_response`: an answer the client cannot read, such as a non-JSON body, or an
  *   error status without an `Error` body (a proxy's HTML page); `status` is the answer's status.
