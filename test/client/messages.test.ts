@@ -10,6 +10,7 @@ import { type ListMessagesParams, type Message, Petstore, type PetstoreError } f
 import { MAX_ATTEMPTS } from '../../src/services/message-worker.js';
 import { sharedApp, type TestApp } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
+import { scriptedDelivery } from '../helpers/delivery.js';
 import { assertErrorFromAnswer, type Attempt, loseAnswer, newAccountClient, petstoreError, type RecordingOptions, recordingClient, recordingFetch, UUID } from './helpers.js';
 
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -189,18 +190,9 @@ for (const backend of backends) {
   describe(`@petstore/client messages whose delivery fails (${backend.name})`, () => {
     // The server's clock is the test's: frozen, a failed attempt's retry (1 s, 2 s, 4 s, 8 s later)
     // never comes due, so the message stays queued; moved on, the retries run until it is failed.
-    let now = Date.UTC(2026, 10, 23, 12);
-    const attempts = new Map<string, number>();
-    const getApp = sharedApp({
-      backend,
-      env,
-      clock: { now: () => now },
-      deliver: async (message) => {
-        const n = (attempts.get(message.message) ?? 0) + 1;
-        attempts.set(message.message, n);
-        if (message.message.startsWith('never') || (message.message === 'flaky' && n < 3)) throw new Error(`recipient unreachable (attempt ${n})`);
-      },
-    });
+    const delivery = scriptedDelivery((text, n) => text.startsWith('never') || (text === 'flaky' && n < 3));
+    const { attempts } = delivery;
+    const getApp = sharedApp({ backend, env, clock: delivery.clock, deliver: delivery.deliver });
     let app: TestApp;
     before(async () => {
       app = await getApp();
@@ -252,7 +244,7 @@ for (const backend of backends) {
       const never = await petstore.messages.send('never 3');
       const flaky = await petstore.messages.send('flaky');
       await firstAttempt('never 3');
-      const ticker = setInterval(() => (now += 5_000), 20); // each tick makes the next retry due
+      const ticker = setInterval(() => delivery.advance(5_000), 20); // each tick makes the next retry due
       try {
         const [failed, delivered] = await Promise.all([
           petstore.messages.waitUntilDone(never.id, { timeoutMs: 10_000, intervalMs: 20 }),
