@@ -141,6 +141,7 @@ export class Core {
       }
       const requestId = response.headers.get('x-request-id') ?? undefined;
       const parsed = parseJson(text);
+      // Any 2xx is a success: 200, 201, and 202 Accepted (the example API's sendMessage).
       if (!response.ok) throw errorFromAnswer(response, parsed, requestId);
       if (parsed === INVALID) {
         throw new PetstoreError({ status: response.status, code: 'unexpected_response', message: `${method} ${url} answered ${response.status} with a body that is not JSON.`, requestId });
@@ -200,7 +201,7 @@ function errorFromAnswer(response: Response, body: unknown, requestId: string | 
 }
 
 /** Retry-After in seconds: delay-seconds or an HTTP-date (RFC 9110 §10.2.3). */
-function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
   if (value === null) return undefined;
   const trimmed = value.trim();
   if (/^\d+$/.test(trimmed)) return Number(trimmed);

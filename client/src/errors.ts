@@ -1,13 +1,18 @@
 // Every failed call rejects with a PetstoreError: the server's own {code, message, status}
 // for a non-2xx answer, or one of the client's codes when no usable answer arrived.
+import type { components as ExampleComponents } from './generated/example.js';
 import type { components } from './generated/petstore.js';
 
-/** The codes the Petstore API documents on its `Error` schema (generated from the served document). */
-export type ServerErrorCode = components['schemas']['Error']['code'];
+/**
+ * The codes the Petstore API and the messaging example API document on their `Error` schemas
+ * (generated from the two served documents; each has its own enum).
+ */
+export type ServerErrorCode = components['schemas']['Error']['code'] | ExampleComponents['schemas']['Error']['code'];
 
 /**
  * The client's own codes, for calls that got no usable answer (`status` is then 0 unless noted):
- * - `timeout`: no complete answer within `timeoutMs` (per attempt);
+ * - `timeout`: no complete answer within `timeoutMs` (per attempt), or a message still `queued`
+ *   when the `timeoutMs` of `messages.waitUntilDone` has passed;
  * - `network_error`: the connection failed or broke before a complete answer;
  * - `unexpected_response`: an answer the client cannot read, such as a non-JSON body, or an
  *   error status without an `Error` body (a proxy's HTML page); `status` is the answer's status.

@@ -11,3 +11,11 @@ export {
   type ListOrdersParams,
   type ListAllOrdersParams,
 } from './resources/orders.js';
+export {
+  type Messages,
+  type Message,
+  type MessageStatus,
+  type ListMessagesParams,
+  type ListAllMessagesParams,
+  type WaitOptions,
+} from './resources/messages.js';

@@ -1,5 +1,6 @@
 // The client's entry object: options are checked once here, then shared by every resource.
 import { Core, type Fetch } from './core.js';
+import { Messages } from './resources/messages.js';
 import { Orders } from './resources/orders.js';
 import { Pets } from './resources/pets.js';
 
@@ -32,6 +33,11 @@ export class Petstore {
    * @experimental `x-stability: experimental` in the API document: the shape may still change.
    */
   readonly orders: Orders;
+  /**
+   * The messages of the key's account, through the messaging example API (`exampleApiUrl`):
+   * send one (202, `queued`), then wait until it is `delivered` or `failed`.
+   */
+  readonly messages: Messages;
   /** The Petstore server URL in use, ending in `/v1`. */
   readonly baseUrl: string;
   /** The messaging example API's URL in use. */
@@ -56,6 +62,8 @@ export class Petstore {
     const core = new Core({ ...shared, baseUrl: this.baseUrl });
     this.pets = new Pets(core);
     this.orders = new Orders(core);
+    // The example API has its own base URL (and document); same key, retries and errors.
+    this.messages = new Messages(new Core({ ...shared, baseUrl: this.exampleApiUrl }));
   }
 }
 

@@ -48,6 +48,19 @@ export function recordingFetch(onAnswer?: (attempt: Attempt) => unknown): Record
   return { fetch: recording, attempts };
 }
 
+/** An `onAnswer` that, once armed, throws one answer away after the server sent it: the client sees a network error. */
+export function loseAnswer() {
+  let armed = false;
+  return {
+    armOnce: () => (armed = true),
+    onAnswer: () => {
+      if (!armed) return;
+      armed = false;
+      throw new TypeError('fetch failed: the answer was lost');
+    },
+  };
+}
+
 export type RecordingOptions = Omit<PetstoreOptions, 'apiKey' | 'baseUrl' | 'fetch'> & { onAnswer?: (attempt: Attempt) => unknown };
 
 /** A client of the server at `origin` (`http://127.0.0.1:<port>`) that records its attempts. */

@@ -7,23 +7,10 @@ import { before, describe, test } from 'node:test';
 import type { ListOrdersParams, Order, OrderStatus, Petstore, PetStatus } from '@petstore/client';
 import { sharedApp, type TestApp } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
-import { assertErrorFromAnswer, type Attempt, newAccountClient, petstoreError, type RecordingOptions, UUID } from './helpers.js';
+import { assertErrorFromAnswer, type Attempt, loseAnswer, newAccountClient, petstoreError, type RecordingOptions, UUID } from './helpers.js';
 
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const query = (a: Attempt) => Object.fromEntries(new URL(a.url).searchParams);
-
-/** An `onAnswer` that, once armed, throws one answer away after the server sent it: the client sees a network error. */
-function loseAnswer() {
-  let armed = false;
-  return {
-    armOnce: () => (armed = true),
-    onAnswer: () => {
-      if (!armed) return;
-      armed = false;
-      throw new TypeError('fetch failed: the answer was lost');
-    },
-  };
-}
 
 for (const backend of backends) {
   describe(`@petstore/client orders against the real server (${backend.name})`, () => {

@@ -19,9 +19,10 @@ const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 /** Code using every public method and type; the @ts-expect-error lines prove the types are precise. */
 const EVERY_METHOD = `
 import {
-  type ClientErrorCode, DEFAULT_BASE_URL, type ListAllOrdersParams, type ListAllPetsParams, type ListOrdersParams, type ListPetsParams,
-  type NewOrder, type NewPet, type Order, type Orders, type OrderStatus, type Page, type Pet, type Pets, Petstore, PetstoreError,
-  type PetstoreErrorCode, type PetstoreOptions, type PetStatus, type ServerErrorCode, type WriteOptions,
+  type ClientErrorCode, DEFAULT_BASE_URL, type ListAllMessagesParams, type ListAllOrdersParams, type ListAllPetsParams,
+  type ListMessagesParams, type ListOrdersParams, type ListPetsParams, type Message, type Messages, type MessageStatus, type NewOrder,
+  type NewPet, type Order, type Orders, type OrderStatus, type Page, type Pet, type Pets, Petstore, PetstoreError, type PetstoreErrorCode,
+  type PetstoreOptions, type PetStatus, type ServerErrorCode, type WaitOptions, type WriteOptions,
 } from '@petstore/client';
 
 const options: PetstoreOptions = {
@@ -69,6 +70,23 @@ export async function everyMethod(): Promise<number> {
   const times: string[] = [got.createdAt, got.updatedAt];
   const orderCodes: ServerErrorCode[] = ['pet_not_available', 'invalid_transition'];
   count += orderPage.data.length + firstOrders.length + orderStatuses.length + times.length + orderCodes.length + (pets === petstore.pets ? 1 : 0);
+
+  const messages: Messages = petstore.messages;
+  const sent: Message = await messages.send('Hello!', write);
+  const plain: Message = await petstore.messages.send('Hi');
+  const wait: WaitOptions = { timeoutMs: 10_000, intervalMs: 100 };
+  const done: Message = await petstore.messages.waitUntilDone(sent.id, wait);
+  const settled: Message = await petstore.messages.waitUntilDone(plain.id);
+  const fetched: Message = await petstore.messages.get(done.id);
+  const messageParams: ListMessagesParams = { limit: 20, status: 'delivered', cursor: 'abc' };
+  const messagePage: Page<Message> = await petstore.messages.list(messageParams);
+  const firstMessages: Message[] = (await petstore.messages.list()).data;
+  const allMessages: ListAllMessagesParams = { status: 'failed', limit: 100 };
+  for await (const message of petstore.messages.listAll(allMessages)) count += message.message.length;
+  for await (const message of petstore.messages.listAll()) count += message.id.length;
+  const messageStatuses: MessageStatus[] = [done.status, settled.status, fetched.status];
+  const outcome: Array<string | undefined> = [done.deliveredAt, settled.failureReason, fetched.createdAt];
+  count += messagePage.data.length + firstMessages.length + messageStatuses.length + outcome.length;
   try {
     await petstore.pets.get(again.id);
   } catch (error) {
@@ -95,6 +113,16 @@ export async function everyMethod(): Promise<number> {
   petstore.orders.listAll({ cursor: 'abc' });
   // @ts-expect-error: deliver takes the order id only (no body)
   await petstore.orders.deliver(placed.id, {});
+  // @ts-expect-error: a message's status is queued, delivered or failed
+  await petstore.messages.list({ status: 'placed' });
+  // @ts-expect-error: send takes the text, not a NewMessage body
+  await petstore.messages.send({ message: 'Hi' });
+  // @ts-expect-error: a message id is a string (msg_…)
+  await petstore.messages.get(42);
+  // @ts-expect-error: listAll takes no cursor
+  petstore.messages.listAll({ cursor: 'abc' });
+  // @ts-expect-error: waitUntilDone's options are timeoutMs and intervalMs
+  await petstore.messages.waitUntilDone(sent.id, { timeout: 5 });
   // @ts-expect-error: apiKey is required
   new Petstore({ baseUrl: DEFAULT_BASE_URL });
   return count + first.length + (next?.length ?? 0) + (status?.length ?? 0) + urls.length;
@@ -136,7 +164,8 @@ describe('the packed @petstore/client, installed into an empty project', () => {
 
   test('when packed, then the tarball holds the built ESM and .d.ts files and the package metadata, and no runtime dependency', () => {
     assert.ok(packed.includes('dist/index.js') && packed.includes('dist/index.d.ts'), packed.join(', '));
-    assert.ok(packed.includes('dist/generated/petstore.d.ts'));
+    assert.ok(packed.includes('dist/generated/petstore.d.ts') && packed.includes('dist/generated/example.d.ts'));
+    assert.ok(packed.includes('dist/resources/messages.js') && packed.includes('dist/resources/messages.d.ts'));
     assert.deepEqual(packed.filter((file) => !file.startsWith('dist/')), ['README.md', 'package.json']);
     assert.ok(packed.every((file) => !file.startsWith('dist/') || /\.(js|d\.ts)$/.test(file)), packed.join(', '));
     const installed = JSON.parse(readFileSync(path.join(project, 'node_modules', '@petstore', 'client', 'package.json'), 'utf8')) as Record<string, unknown>;
@@ -167,7 +196,7 @@ describe('the packed @petstore/client, installed into an empty project', () => {
     }
   });
 
-  test('when the README example is compiled and run against a real server, then it creates, lists, orders and reports an error as shown', async () => {
+  test('when the README example is compiled and run against a real server, then it creates, lists, orders, sends a message and reports an error as shown', async () => {
     const { app, key } = await getApp();
     writeFileSync(path.join(project, 'readme-example.ts'), readmeExample());
     const node = { lib: ['ES2022'], types: ['node'], typeRoots: [path.join(ROOT, 'node_modules', '@types')], outDir: 'out' };
@@ -184,7 +213,8 @@ describe('the packed @petstore/client, installed into an empty project', () => {
     assert.ok(id, stdout);
     assert.deepEqual(lines.slice(1, 3), ['first page: 1 pet(s), more: false', `pet ${id}: Rex`]);
     assert.match(lines[3] ?? '', new RegExp(`^order \\d+ for pet ${id}: placed, then delivered$`));
-    assert.match(lines[4] ?? '', /^400 invalid_request: .+ \(request [0-9a-f-]{36}\)$/);
-    assert.equal(lines.length, 5, stdout);
+    assert.match(lines[4] ?? '', /^message msg_[0-9A-Za-z]{24}: queued, then delivered at \d{4}-\d{2}-\d{2}T[\d:.]+Z$/);
+    assert.match(lines[5] ?? '', /^400 invalid_request: .+ \(request [0-9a-f-]{36}\)$/);
+    assert.equal(lines.length, 6, stdout);
   });
 });

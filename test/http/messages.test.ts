@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { MAX_ATTEMPTS, retryDelayMs } from '../../src/services/message-worker.js';
 import { sharedApp, startApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
+import { scriptedDelivery } from '../helpers/delivery.js';
 import type { OpenApiDocument } from '../helpers/openapi.js';
 
 type Message = { id: string; message: string; status: string; createdAt: string; deliveredAt?: string; failureReason?: string };
@@ -186,18 +187,9 @@ for (const backend of backends) {
 
   describe(`example API delivery retries (${backend.name})`, () => {
     test(`when delivery fails, then it is retried with backoff, and after ${MAX_ATTEMPTS} attempts the message is failed with a failureReason; a message that recovers is delivered`, async (t) => {
-      let now = Date.UTC(2026, 10, 23, 12);
-      const attempts = new Map<string, number>();
-      const app = await startApp(t, {
-        backend,
-        env,
-        clock: { now: () => now },
-        deliver: async (message) => {
-          const n = (attempts.get(message.message) ?? 0) + 1;
-          attempts.set(message.message, n);
-          if (message.message === 'never' || (message.message === 'flaky' && n < 3)) throw new Error(`recipient unreachable (attempt ${n})`);
-        },
-      });
+      const delivery = scriptedDelivery((text, n) => text === 'never' || (text === 'flaky' && n < 3));
+      const { attempts } = delivery;
+      const app = await startApp(t, { backend, env, clock: delivery.clock, deliver: delivery.deliver });
       const { key } = await app.createAccount();
       const never = (await app.request('POST', `${API}/messages`, { key, body: { message: 'never' } })).body as Message;
       const flaky = (await app.request('POST', `${API}/messages`, { key, body: { message: 'flaky' } })).body as Message;
@@ -215,7 +207,7 @@ for (const backend of backends) {
           await sleep(300); // no early retry: the next one is due only after the backoff
           assert.equal(attempts.get('never'), attempt, `attempt ${attempt + 1} waits ${retryDelayMs(attempt)} ms`);
           assert.equal((await status(never)).status, 'queued');
-          now += retryDelayMs(attempt);
+          delivery.advance(retryDelayMs(attempt));
         }
       }
       await until(async () => (await status(never)).status === 'failed', 'failed after the last attempt');
