@@ -36,8 +36,8 @@ export const CONTENT_SECURITY_POLICY = [
 export interface PortalOptions {
   /** PETSTORE_DOCS: false keeps only /docs/deprecations, which API responses link to. */
   enabled: boolean;
-  /** The document served at /v1/openapi.json. */
-  openApiDocument: () => OpenApiDocument;
+  /** The served documents: /v1/openapi.json, then the example API's /example/v1/openapi.json. */
+  openApiDocuments: () => OpenApiDocument[];
 }
 
 const readPage = (name: string) => readFileSync(path.join(PAGES_DIR, name), 'utf8');
@@ -53,7 +53,7 @@ function sendHtml(reply: FastifyReply, html: string): FastifyReply {
   return reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(html);
 }
 
-export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, openApiDocument }) => {
+export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, openApiDocuments }) => {
   app.addHook('onRequest', (_request, reply, done) => {
     reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
     reply.header('referrer-policy', 'no-referrer');
@@ -66,7 +66,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, 
     renderPage({
       title: 'Deprecations',
       path: DEPRECATION_DOC_PATH,
-      main: markdown.render(readPage('deprecations.md')) + deprecationsList(openApiDocument()),
+      main: markdown.render(readPage('deprecations.md')) + deprecationsList(openApiDocuments()),
       mainClass: 'guide',
       standalone: !enabled,
     }),
@@ -116,7 +116,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, 
     renderPage({
       title: 'Errors',
       path: `${DOCS_PATH}/errors`,
-      main: markdown.render(readPage('errors.md')) + errorsTable(openApiDocument()),
+      main: markdown.render(readPage('errors.md')) + errorsTable(openApiDocuments()),
       mainClass: 'guide',
     }),
   );
