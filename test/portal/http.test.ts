@@ -178,6 +178,17 @@ describe('developer portal over HTTP', () => {
     assert.equal(list.match(/<section class="deprecation"/g)?.length, 2, 'getPet and listMessages');
   });
 
+  test('when the reference page is read, then it has one section per API, each naming its document and this server\'s base path', async () => {
+    const app = await getApp();
+    const html = (await rawGet(`${app.url}/docs`)).body.toString('utf8');
+    const sections = [...html.matchAll(/<section class="reference-api" id="([^"]+)"[^>]* data-document="([^"]+)" data-server="([^"]+)">/g)].map((m) => m.slice(1));
+    assert.deepEqual(sections, [
+      ['petstore-api', '/v1/openapi.json', '/v1'],
+      ['example-api', '/example/v1/openapi.json', '/example/v1'],
+    ]);
+    for (const [, document] of sections) assert.equal((await rawGet(app.url + document!)).status, 200, document);
+  });
+
   test('when the document or the Markdown holds HTML, then the pages show it as text', () => {
     const hostile = '<script>alert(1)</script><img src=x onerror=alert(2)>';
     const doc = {
