@@ -219,11 +219,13 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
 
   const record = registerMetrics(app, metrics, store, config.metricsToken);
   const openApiDocument = await registerOpenApi(app, config);
+  // Set when the example API registers its document (below); both are built once the app is ready.
+  let exampleDocument: () => Record<string, unknown> = () => ({});
   await app.register(healthRoutes, { store });
-  await app.register(portal, { enabled: config.docs, openApiDocument });
+  await app.register(portal, { enabled: config.docs, openApiDocuments: () => [openApiDocument(), exampleDocument()] });
   const wire = createPetWire(metrics);
   await app.register(v1Routes, { services, clock, rateLimiter, metrics, wire });
-  await app.register(exampleApi, { config, services, rateLimiter, metrics });
+  await app.register(exampleApi, { config, services, rateLimiter, metrics, onDocument: (document) => (exampleDocument = document) });
   if (config.fastPath) {
     fastPath = createFastPath({
       services,

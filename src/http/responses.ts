@@ -8,8 +8,19 @@ type HeaderSpec = Record<string, { type: 'string'; description: string }>;
 
 export const json = <S>(schema: S) => ({ 'application/json': { schema } });
 
-export function success<S>(description: string, schema: S, headers: HeaderSpec = {}) {
-  return { description, ...(Object.keys(headers).length ? { headers } : {}), content: json(schema) };
+/**
+ * A success response. `examples` (name → body) replace the example the reference would build from
+ * the schema's properties, where that one would mix fields no real answer has together.
+ */
+export function success<S>(description: string, schema: S, headers: HeaderSpec = {}, examples?: Record<string, { summary: string; value: unknown }>) {
+  const entries = Object.entries(examples ?? {});
+  const media =
+    entries.length === 0
+      ? { schema }
+      : entries.length === 1
+        ? { schema, example: entries[0]![1].value }
+        : { schema, examples: examples! };
+  return { description, ...(Object.keys(headers).length ? { headers } : {}), content: { 'application/json': media } };
 }
 
 const exampleOf = (code: ErrorCode) => ({ code, message: ERROR_CODES[code], status: ERROR_STATUS[code] });

@@ -149,6 +149,46 @@ describe('developer portal over HTTP', () => {
     assert.equal(html.match(/<section class="deprecation"/g)?.length, 1, 'only deprecated operations are listed');
   });
 
+  test('when the example API\'s document is read too, then its operations are on the errors page, and its deprecations would be listed', async () => {
+    const app = await getApp();
+    const html = (await rawGet(`${app.url}/docs/errors`)).body.toString('utf8');
+    // sendMessage's 400 names invalid_content_type: it is linked where that code is documented.
+    const row = /<tr id="invalid_content_type">[^]*?<\/tr>/.exec(html)?.[0] ?? '';
+    assert.match(row, /<a href="\/docs#\/messages\/sendMessage"><code>sendMessage<\/code><\/a>/, row);
+    assert.match(row, /<a href="\/docs#\/animals\/createPet">/, row);
+
+    // The example document has no deprecated operation today; one that had would be listed with
+    // its own base path, and a successor in either document is found.
+    const example = (await app.request('GET', '/example/v1/openapi.json')).body as { servers: unknown; paths: Record<string, Record<string, Record<string, unknown>>> };
+    const petstore = (await app.request('GET', '/v1/openapi.json')).body as { servers: unknown; paths: unknown };
+    assert.equal(deprecationsList([example]), '<p>No operation is deprecated.</p>');
+    const deprecated = structuredClone(example);
+    Object.assign(deprecated.paths['/messages']!.get!, {
+      deprecated: true,
+      'x-deprecated-since': '2026-11-21T00:00:00.000Z',
+      'x-sunset': '2031-01-01T00:00:00.000Z',
+      'x-successor': { operationId: 'listPets', note: 'for no reason but this test' },
+    });
+    const list = deprecationsList([petstore, deprecated]);
+    const section = /<section class="deprecation" id="listMessages">[^]*?<\/section>/.exec(list)?.[0] ?? '';
+    assert.match(section, /<code>GET \/example\/v1\/messages<\/code>/);
+    assert.match(section, /<strong>1 January 2031<\/strong>/);
+    assert.match(section, /<code>GET \/v1\/pets<\/code> for no reason but this test \(<a href="\/docs#\/animals\/listPets">/);
+    assert.match(section, /<a href="\/docs#\/messages\/listMessages">/);
+    assert.equal(list.match(/<section class="deprecation"/g)?.length, 2, 'getPet and listMessages');
+  });
+
+  test('when the reference page is read, then it has one section per API, each naming its document and this server\'s base path', async () => {
+    const app = await getApp();
+    const html = (await rawGet(`${app.url}/docs`)).body.toString('utf8');
+    const sections = [...html.matchAll(/<section class="reference-api" id="([^"]+)"[^>]* data-document="([^"]+)" data-server="([^"]+)">/g)].map((m) => m.slice(1));
+    assert.deepEqual(sections, [
+      ['petstore-api', '/v1/openapi.json', '/v1'],
+      ['example-api', '/example/v1/openapi.json', '/example/v1'],
+    ]);
+    for (const [, document] of sections) assert.equal((await rawGet(app.url + document!)).status, 200, document);
+  });
+
   test('when the document or the Markdown holds HTML, then the pages show it as text', () => {
     const hostile = '<script>alert(1)</script><img src=x onerror=alert(2)>';
     const doc = {
@@ -167,7 +207,7 @@ describe('developer portal over HTTP', () => {
         },
       },
     };
-    for (const html of [deprecationsList(doc), errorsTable(doc), markdown.render(`# ${hostile}\n\n${hostile}\n\n[x](javascript:alert(3))`)]) {
+    for (const html of [deprecationsList([doc]), errorsTable([doc]), markdown.render(`# ${hostile}\n\n${hostile}\n\n[x](javascript:alert(3))`)]) {
       assert.doesNotMatch(html, /<script|<img|href="javascript:/i, html);
       assert.match(html, /&lt;script&gt;/);
     }

@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { codeBlocks } from '../../src/http/portal/markdown.js';
 import { PAGES_DIR } from '../../src/http/portal/plugin.js';
@@ -16,6 +17,12 @@ import { type ServerProcess, startServerProcess } from '../helpers/process.js';
 /** The address the blocks are written for (`npm start`'s default). */
 const DOCUMENTED_URL = 'http://127.0.0.1:8080';
 const DONE = '__quickstart_block_done__';
+/** Spec 4.4's messaging example with `{api_url}` and the key filled in: the quickstart sends it as pasted. */
+const SPEC_MESSAGING_EXAMPLE =
+  'curl -s -X POST http://127.0.0.1:8080/example/v1/messages -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" ' +
+  '-d \'{"message": "Hello from the quickstart!"}\'';
+
+type Message = { id: string; message: string; status: string; createdAt: string; deliveredAt?: string };
 
 const decodeHtml = (html: string) =>
   html.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
@@ -49,6 +56,28 @@ async function runInOneShell(blocks: string[], env: Record<string, string>): Pro
   return { outputs: parts.slice(0, -1), code, stderr };
 }
 
+/**
+ * Whether a printed value is what a `# {…}` comment documents. In a documented string, `…`
+ * stands for any text (ids and instants differ on every run); everything else is exact, and
+ * objects have exactly the documented fields.
+ */
+function matchesDocumented(documented: unknown, printed: unknown): boolean {
+  if (typeof documented === 'string' && documented.includes('…')) {
+    const pattern = documented.split('…').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^]*');
+    return typeof printed === 'string' && new RegExp(`^${pattern}$`).test(printed);
+  }
+  if (Array.isArray(documented)) {
+    return Array.isArray(printed) && documented.length === printed.length && documented.every((d, i) => matchesDocumented(d, printed[i]));
+  }
+  if (typeof documented === 'object' && documented !== null) {
+    if (typeof printed !== 'object' || printed === null || Array.isArray(printed)) return false;
+    const keys = Object.keys(documented);
+    return isDeepStrictEqual(keys.toSorted(), Object.keys(printed).toSorted()) &&
+      keys.every((key) => matchesDocumented((documented as Record<string, unknown>)[key], (printed as Record<string, unknown>)[key]));
+  }
+  return isDeepStrictEqual(documented, printed);
+}
+
 const jsonLines = (text: string): unknown[] =>
   text.split('\n').flatMap((line) => {
     const trimmed = line.trim();
@@ -63,6 +92,8 @@ const jsonLines = (text: string): unknown[] =>
 describe('quickstart', () => {
   let dir: string;
   let server: ServerProcess;
+  /** The outputs of the run in the first test, for the messaging checks. */
+  let lastRun: { outputs: string[] } | undefined;
 
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'petstore-quickstart-'));
@@ -86,6 +117,7 @@ describe('quickstart', () => {
     );
     assert.equal(outputs.length, blocks.length, `block ${outputs.length + 1} failed (exit ${code}):\n${blocks[outputs.length]}\n${stderr}`);
     assert.equal(code, 0);
+    lastRun = { outputs };
 
     assert.match(outputs[0]!, /^psk_live_[0-9A-Za-z]+$/m, 'the CLI block printed a key');
     for (const [i, block] of blocks.entries()) {
@@ -95,14 +127,46 @@ describe('quickstart', () => {
       // The outputs a block documents (`# {…}` comments) are what it prints…
       const documented = jsonLines(block.split('\n').filter((l) => l.startsWith('# ')).map((l) => l.slice(2)).join('\n'));
       const printed = jsonLines(output);
-      for (const expected of documented) assert.ok(printed.some((p) => isDeepStrictEqual(p, expected)), `${where}\nexpected ${JSON.stringify(expected)}`);
+      for (const expected of documented) assert.ok(printed.some((p) => matchesDocumented(expected, p)), `${where}\nexpected ${JSON.stringify(expected)}`);
       // …and an error body appears only where the quickstart shows one.
       for (const body of printed) {
         if (typeof body === 'object' && body !== null && 'code' in body && 'status' in body) {
-          assert.ok(documented.some((d) => isDeepStrictEqual(d, body)), `${where}\nundocumented error`);
+          assert.ok(documented.some((d) => matchesDocumented(d, body)), `${where}\nundocumented error`);
         }
       }
     }
+  });
+
+  test('when the messaging blocks have run, then the spec\'s example was accepted as queued and every message sent ends delivered', async () => {
+    // Runs after the test above, in the same file: its shell sent the messages with the key it printed.
+    const res = await fetch(`${server.url}/docs/quickstart`);
+    const blocks = pageBlocks(await res.text());
+    const messaging = blocks.flatMap((block, i) => (block.includes('/example/v1/messages') ? [i] : []));
+    assert.ok(messaging.length >= 2, 'the quickstart sends a message and polls one');
+    assert.ok(blocks[messaging[0]!]!.split('\n').includes(SPEC_MESSAGING_EXAMPLE), `the first messaging block is the spec's example as pasted:\n${blocks[messaging[0]!]}`);
+    assert.ok(lastRun, 'the blocks have run');
+    const { outputs } = lastRun;
+
+    const accepted = jsonLines(outputs[messaging[0]!]!) as Message[];
+    assert.equal(accepted.length, 1, outputs[messaging[0]!]);
+    assert.equal(accepted[0]!.status, 'queued');
+    assert.equal(accepted[0]!.message, 'Hello from the quickstart!');
+    const polled = (jsonLines(outputs[messaging.at(-1)!]!) as Message[]).at(-1);
+    assert.equal(polled?.status, 'delivered', `the polling block ends with the message delivered:\n${outputs[messaging.at(-1)!]}`);
+    assert.match(polled.deliveredAt ?? '', /^\d{4}-\d{2}-\d{2}T/);
+
+    // The server agrees: the account of the key the CLI block printed has exactly these messages, each delivered.
+    const key = /^psk_live_[0-9A-Za-z]+$/m.exec(outputs[0]!)![0];
+    let messages: Message[] = [];
+    for (const deadline = Date.now() + 5000; ; await sleep(100)) {
+      const list = await fetch(`${server.url}/example/v1/messages`, { headers: { authorization: `Bearer ${key}` } });
+      assert.equal(list.status, 200);
+      messages = (await list.json()) as Message[];
+      if (messages.every((m) => m.status === 'delivered') || Date.now() > deadline) break;
+    }
+    assert.deepEqual(messages.map((m) => [m.message, m.status]), [['Hello from the quickstart!', 'delivered'], [polled.message, 'delivered']]);
+    assert.equal(messages[0]!.id, accepted[0]!.id);
+    assert.equal(messages[1]!.id, polled.id);
   });
 
   test("when the README's Try it section and the quickstart are compared, then they have the same code blocks", () => {

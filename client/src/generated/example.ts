@@ -137,6 +137,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "msg_3kTbYc9QpL0aW7nXe2RfVh5M",
+                     *         "message": "Hello from the Petstore quickstart!",
+                     *         "status": "delivered",
+                     *         "createdAt": "2026-11-23T10:15:30.000Z",
+                     *         "deliveredAt": "2026-11-23T10:15:30.012Z"
+                     *       },
+                     *       {
+                     *         "id": "msg_Z8pQ2vLr5TgY1cWm7HkN0sDb",
+                     *         "message": "Hello from the Petstore quickstart!",
+                     *         "status": "queued",
+                     *         "createdAt": "2026-11-23T10:15:31.000Z"
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["Messages"];
                 };
             };
@@ -263,6 +280,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "msg_3kTbYc9QpL0aW7nXe2RfVh5M",
+                     *       "message": "Hello from the Petstore quickstart!",
+                     *       "status": "queued",
+                     *       "createdAt": "2026-11-23T10:15:30.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Message"];
                 };
             };

@@ -30,12 +30,14 @@ export interface ExampleApiOptions {
   services: Services;
   rateLimiter: RateLimiter;
   metrics: Metrics;
+  /** Receives the served document (for the developer portal's generated pages). */
+  onDocument?: (document: () => Record<string, unknown>) => void;
 }
 
-export const exampleApi: FastifyPluginAsyncTypebox<ExampleApiOptions> = async (app, { config, services, rateLimiter, metrics }) => {
+export const exampleApi: FastifyPluginAsyncTypebox<ExampleApiOptions> = async (app, { config, services, rateLimiter, metrics, onDocument }) => {
   for (const schema of messageSchemas) app.addSchema(schema);
   app.setValidatorCompiler(createValidatorCompiler([...sharedSchemas, ...messageSchemas]));
-  await registerOpenApiDocument(app, {
+  const document = await registerOpenApiDocument(app, {
     path: EXAMPLE_OPENAPI_PATH,
     basePath: EXAMPLE_BASE_PATH,
     decorator: 'exampleSwagger',
@@ -43,6 +45,7 @@ export const exampleApi: FastifyPluginAsyncTypebox<ExampleApiOptions> = async (a
     servers: [{ url: config.exampleApiUrl, description: 'This server' }],
     tags: [{ name: 'messages', description: 'Messages sent with the quickstart example.' }],
   });
+  onDocument?.(document);
   await app.register(async (api) => {
     api.addHook('onRequest', createAuthHook(services.apiKeys));
     api.addHook('onRequest', createRateLimitHook(rateLimiter, metrics));

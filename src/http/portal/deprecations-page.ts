@@ -1,7 +1,7 @@
-// /docs/deprecations: every deprecated operation of the served document, with when it was
+// /docs/deprecations: every deprecated operation of the served documents, with when it was
 // deprecated (`x-deprecated-since`), its removal (`x-sunset`) and its successor (`x-successor`).
 import { escapeHtml, markdown } from './markdown.js';
-import { type OpenApiDocument, type Operation, operations, referenceLink } from './document.js';
+import { allOperations, type OpenApiDocument, type Operation, referenceLink } from './document.js';
 
 /** "21 November 2026", plus the time when it is not midnight UTC; anything unparsable as given. */
 export function formatInstant(value: unknown): string | undefined {
@@ -35,8 +35,9 @@ function successorHtml(successor: Successor | undefined, all: Operation[]): stri
   return `<code>${escapeHtml(`${target.method} ${target.fullPath}`)}</code>${note} (<a href="${escapeHtml(referenceLink(target))}"><code>${id}</code></a>)`;
 }
 
-export function deprecationsList(doc: OpenApiDocument): string {
-  const all = operations(doc);
+/** The deprecated operations of every document (a successor may be in any of them). */
+export function deprecationsList(docs: OpenApiDocument[]): string {
+  const all = allOperations(docs);
   const deprecated = all.filter((op) => op.deprecated);
   if (deprecated.length === 0) return '<p>No operation is deprecated.</p>';
   return deprecated

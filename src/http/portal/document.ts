@@ -73,6 +73,11 @@ export function operations(doc: OpenApiDocument): Operation[] {
   return found;
 }
 
+/** The operations of every document, in order (the Petstore's, then the example API's). */
+export function allOperations(docs: OpenApiDocument[]): Operation[] {
+  return docs.flatMap(operations);
+}
+
 /** The reference's deep link to an operation (Swagger UI's `#/<tag>/<operationId>`). */
 export function referenceLink(op: Pick<Operation, 'tag' | 'operationId'>): string {
   return `/docs#/${encodeURIComponent(op.tag)}/${encodeURIComponent(op.operationId)}`;

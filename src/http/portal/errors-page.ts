@@ -1,15 +1,15 @@
 // /docs/errors: every error code of the error model (src/errors.ts) with its status and when it
-// happens, and the operations whose documented responses name it (from the served document).
+// happens, and the operations whose documented responses name it (from the served documents).
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../../errors.js';
-import { escapeHtml } from './markdown.js';
-import { type OpenApiDocument, type Operation, operations, referenceLink } from './document.js';
+import { escapeHtml, markdown } from './markdown.js';
+import { allOperations, type OpenApiDocument, type Operation, referenceLink } from './document.js';
 
 const isErrorCode = (name: string): name is ErrorCode => Object.hasOwn(ERROR_CODES, name);
 
 /** Which operations' responses name each code (response descriptions quote it: `not_found`). */
-function documentedOn(doc: OpenApiDocument): Map<ErrorCode, Set<Operation>> {
+function documentedOn(docs: OpenApiDocument[]): Map<ErrorCode, Set<Operation>> {
   const found = new Map<ErrorCode, Set<Operation>>();
-  for (const op of operations(doc)) {
+  for (const op of allOperations(docs)) {
     for (const { description } of op.responses) {
       for (const [, name] of description.matchAll(/`([a-z_]+)`/g)) {
         if (!name || !isErrorCode(name)) continue;
@@ -20,8 +20,8 @@ function documentedOn(doc: OpenApiDocument): Map<ErrorCode, Set<Operation>> {
   return found;
 }
 
-export function errorsTable(doc: OpenApiDocument): string {
-  const where = documentedOn(doc);
+export function errorsTable(docs: OpenApiDocument[]): string {
+  const where = documentedOn(docs);
   const codes = (Object.keys(ERROR_CODES) as ErrorCode[]).sort((a, b) => ERROR_STATUS[a] - ERROR_STATUS[b]);
   const rows = codes.map((code) => {
     const ops = [...(where.get(code) ?? [])];
@@ -30,7 +30,7 @@ export function errorsTable(doc: OpenApiDocument): string {
       : ops.map((op) => `<a href="${escapeHtml(referenceLink(op))}"><code>${escapeHtml(op.operationId)}</code></a>`).join(', ');
     return (
       `<tr id="${escapeHtml(code)}"><td><code>${escapeHtml(code)}</code></td><td>${ERROR_STATUS[code]}</td>` +
-      `<td>${escapeHtml(ERROR_CODES[code])}</td><td>${returnedBy}</td></tr>`
+      `<td>${markdown.renderInline(ERROR_CODES[code])}</td><td>${returnedBy}</td></tr>`
     );
   });
   return (

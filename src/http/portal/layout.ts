@@ -1,11 +1,10 @@
 // The one page shell of the portal: head, navigation, main. Every page goes through it.
+import { EXAMPLE_OPENAPI_PATH } from '../example/index.js';
 import { OPENAPI_PATH } from '../plugins/openapi.js';
 import { escapeHtml } from './markdown.js';
 
 export const DOCS_PATH = '/docs';
 export const ASSETS_PREFIX = `${DOCS_PATH}/assets/`;
-/** The messaging example API's own document (served once that API exists; linked already). */
-export const EXAMPLE_OPENAPI_PATH = '/example/v1/openapi.json';
 
 export const PAGES = [
   { href: DOCS_PATH, label: 'Reference' },

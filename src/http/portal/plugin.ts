@@ -1,6 +1,7 @@
 // The developer portal: GET / -> /docs, the interactive reference (Swagger UI over the served
-// /v1/openapi.json), the guides (Markdown in ./pages) and the pages generated from the error
-// model and the document. Everything it loads comes from this origin (see CSP below).
+// /v1/openapi.json and /example/v1/openapi.json), the guides (Markdown in ./pages) and the pages
+// generated from the error model and the documents. Everything it loads comes from this origin
+// (see CSP below).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,10 +9,13 @@ import etag from '@fastify/etag';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { DEPRECATION_DOC_PATH } from '../deprecation.js';
+import { EXAMPLE_OPENAPI_PATH } from '../example/index.js';
+import { OPENAPI_PATH } from '../plugins/openapi.js';
+import { EXAMPLE_BASE_PATH } from '../routes/messages.js';
 import { deprecationsList } from './deprecations-page.js';
 import { errorsTable } from './errors-page.js';
 import { ASSETS_PREFIX, DOCS_PATH, renderPage } from './layout.js';
-import { markdown } from './markdown.js';
+import { escapeHtml, markdown } from './markdown.js';
 import type { OpenApiDocument } from './document.js';
 
 const ROOT = new URL('../../../', import.meta.url);
@@ -36,8 +40,51 @@ export const CONTENT_SECURITY_POLICY = [
 export interface PortalOptions {
   /** PETSTORE_DOCS: false keeps only /docs/deprecations, which API responses link to. */
   enabled: boolean;
-  /** The document served at /v1/openapi.json. */
-  openApiDocument: () => OpenApiDocument;
+  /** The served documents: /v1/openapi.json, then the example API's /example/v1/openapi.json. */
+  openApiDocuments: () => OpenApiDocument[];
+}
+
+/**
+ * The APIs the reference shows, one Swagger UI each, one above the other (reference.js reads the
+ * data attributes): a newcomer sees every operation of both without choosing a definition first.
+ */
+const REFERENCE_APIS = [
+  {
+    id: 'petstore-api',
+    name: 'Petstore API',
+    document: OPENAPI_PATH,
+    server: '/v1',
+    about: 'pets and orders',
+  },
+  {
+    id: 'example-api',
+    name: 'Example API',
+    document: EXAMPLE_OPENAPI_PATH,
+    server: EXAMPLE_BASE_PATH,
+    about: 'the quickstart\'s messages, <code>{api_url}</code>',
+  },
+] as const;
+
+function referenceMain(): string {
+  const contents = REFERENCE_APIS.map(
+    (api) => `<a href="#${api.id}">${escapeHtml(api.name)}</a> (<code>${escapeHtml(api.server)}</code>: ${api.about})`,
+  ).join(' and, below it, ');
+  const sections = REFERENCE_APIS.map(
+    (api) =>
+      `<section class="reference-api" id="${api.id}" aria-label="${escapeHtml(api.name)}" data-document="${escapeHtml(api.document)}" ` +
+      `data-server="${escapeHtml(api.server)}"><p class="reference-loading">Loading the ${escapeHtml(api.name)} reference…</p></section>`,
+  ).join('\n');
+  const documents = REFERENCE_APIS.map((api) => `<a href="${escapeHtml(api.document)}">${escapeHtml(api.document)}</a>`).join(' and ');
+  return (
+    '<div class="reference-intro">' +
+    '<p>Send requests from this page: click <strong>Authorize</strong>, paste your API key (see the ' +
+    '<a href="/docs/quickstart">Quickstart</a>), then open an operation and choose <strong>Try it out</strong>. ' +
+    'One key works for both APIs on this page. It stays in this tab\'s memory, and requests go only to this server.</p>' +
+    `<p class="reference-contents">This page has two APIs: ${contents}.</p>` +
+    '</div>\n' +
+    `${sections}\n` +
+    `<noscript><p class="reference-loading">The interactive reference needs JavaScript. The documents themselves are ${documents}.</p></noscript>`
+  );
 }
 
 const readPage = (name: string) => readFileSync(path.join(PAGES_DIR, name), 'utf8');
@@ -53,7 +100,7 @@ function sendHtml(reply: FastifyReply, html: string): FastifyReply {
   return reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(html);
 }
 
-export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, openApiDocument }) => {
+export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, openApiDocuments }) => {
   app.addHook('onRequest', (_request, reply, done) => {
     reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
     reply.header('referrer-policy', 'no-referrer');
@@ -66,7 +113,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, 
     renderPage({
       title: 'Deprecations',
       path: DEPRECATION_DOC_PATH,
-      main: markdown.render(readPage('deprecations.md')) + deprecationsList(openApiDocument()),
+      main: markdown.render(readPage('deprecations.md')) + deprecationsList(openApiDocuments()),
       mainClass: 'guide',
       standalone: !enabled,
     }),
@@ -97,13 +144,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, 
     renderPage({
       title: 'API reference',
       path: DOCS_PATH,
-      main:
-        '<div class="reference-intro"><p>Send requests from this page: click <strong>Authorize</strong>, paste your API key ' +
-        '(see the <a href="/docs/quickstart">Quickstart</a>), then open an operation and choose <strong>Try it out</strong>. ' +
-        'The key stays in this tab\'s memory, and requests go only to this server.</p></div>' +
-        '<div id="swagger-ui"><p class="reference-loading">Loading the reference…</p></div>' +
-        '<noscript><p class="reference-loading">The interactive reference needs JavaScript. The document itself is ' +
-        '<a href="/v1/openapi.json">/v1/openapi.json</a>.</p></noscript>',
+      main: referenceMain(),
       mainClass: 'reference',
       stylesheets: [`${ASSETS_PREFIX}swagger-ui.css`],
       scripts: [`${ASSETS_PREFIX}swagger-ui-bundle.js`, `${ASSETS_PREFIX}reference.js`],
@@ -116,7 +157,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, 
     renderPage({
       title: 'Errors',
       path: `${DOCS_PATH}/errors`,
-      main: markdown.render(readPage('errors.md')) + errorsTable(openApiDocument()),
+      main: markdown.render(readPage('errors.md')) + errorsTable(openApiDocuments()),
       mainClass: 'guide',
     }),
   );

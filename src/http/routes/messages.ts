@@ -10,6 +10,12 @@ import { commonErrors, errorResponse, idempotentReplayedHeader, nextPageLink, pa
 export const EXAMPLE_BASE_PATH = '/example/v1';
 const MESSAGES_PATH = `${EXAMPLE_BASE_PATH}/messages`;
 
+/** Example bodies for the reference: a message in each status, with only the fields it has then. */
+const EXAMPLE_ID = 'msg_3kTbYc9QpL0aW7nXe2RfVh5M';
+const queuedExample = { id: EXAMPLE_ID, message: 'Hello from the Petstore quickstart!', status: 'queued', createdAt: '2026-11-23T10:15:30.000Z' };
+const deliveredExample = { ...queuedExample, status: 'delivered', deliveredAt: '2026-11-23T10:15:30.012Z' };
+const failedExample = { ...queuedExample, status: 'failed', failureReason: 'Not delivered after 5 attempts: the recipient did not answer' };
+
 /** The public shape: the account's sequence number is for cursors only. */
 const publicMessage = ({ seq: _seq, ...message }: StoredMessage) => message;
 
@@ -30,11 +36,16 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
         body: ref(NewMessage),
         headers: SendMessageHeaders,
         response: {
-          202: success('Accepted and queued: the body is the message as stored, `status` is `queued`.', ref(Message), {
-            ...rateLimitHeaders,
-            Location: { type: 'string', description: 'The message\'s status resource: `/example/v1/messages/{id}`. Poll it.' },
-            ...idempotentReplayedHeader,
-          }),
+          202: success(
+            'Accepted and queued: the body is the message as stored, `status` is `queued`.',
+            ref(Message),
+            {
+              ...rateLimitHeaders,
+              Location: { type: 'string', description: 'The message\'s status resource: `/example/v1/messages/{id}`. Poll it.' },
+              ...idempotentReplayedHeader,
+            },
+            { queued: { summary: 'Accepted, not delivered yet', value: queuedExample } },
+          ),
           400: errorResponse(
             'The body is missing, or `message` is missing, not a string, empty, blank, longer than 2000 characters or has control ' +
               'characters, or there are unknown fields (`invalid_request`); the body is not JSON (`invalid_json`) or not sent as ' +
@@ -73,7 +84,11 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
         description: 'The message as it is now: `queued`, then `delivered` (with `deliveredAt`) or `failed` (with `failureReason`). Another account\'s message answers 404, like an unknown id.',
         params: MessageIdParams,
         response: {
-          200: success('The message.', ref(Message), rateLimitHeaders),
+          200: success('The message.', ref(Message), rateLimitHeaders, {
+            delivered: { summary: 'Delivered (`deliveredAt` is set)', value: deliveredExample },
+            queued: { summary: 'Not delivered yet: ask again shortly', value: queuedExample },
+            failed: { summary: 'Failed after its retries (`failureReason` says why)', value: failedExample },
+          }),
           404: errorResponse('No message with this id in your account (`not_found`).', rateLimitHeaders),
           400: errorResponse('The id is empty or longer than 64 characters (`invalid_request`).', rateLimitHeaders),
           ...commonErrors(),
@@ -93,7 +108,9 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
         description: 'The account\'s messages, oldest first, optionally by `status`, paged like the Petstore\'s `GET /pets` (`Link: <…>; rel="next"`, signed cursor).',
         querystring: ListMessagesQuery,
         response: {
-          200: success('A page of messages (a bare JSON array).', ref(Messages), pageLinkHeaders(MESSAGES_PATH)),
+          200: success('A page of messages (a bare JSON array).', ref(Messages), pageLinkHeaders(MESSAGES_PATH), {
+            page: { summary: 'Oldest first', value: [deliveredExample, { ...queuedExample, id: 'msg_Z8pQ2vLr5TgY1cWm7HkN0sDb', createdAt: '2026-11-23T10:15:31.000Z' }] },
+          }),
           400: errorResponse('A query parameter is invalid (`invalid_request`) or the cursor is malformed, tampered with or for another filter (`invalid_cursor`).', rateLimitHeaders),
           ...commonErrors(),
         },

@@ -1,12 +1,15 @@
-// The interactive reference on /docs: Swagger UI over this server's /v1/openapi.json, with two
-// small plugins for the document's extensions. Served from this origin (no inline script: CSP).
+// The interactive reference on /docs: one Swagger UI for each API section of the page (the
+// Petstore's /v1/openapi.json, then the example API's /example/v1/openapi.json), with small
+// plugins for the documents' extensions and one key shared by both. Served from this origin
+// (no inline script: CSP).
 'use strict';
 (function () {
   var origin = window.location.origin;
-  var root = document.getElementById('swagger-ui');
+  var sections = Array.prototype.slice.call(document.querySelectorAll('section.reference-api[data-document]'));
 
   // `x-hideTryItPanel: true` on an operation: Swagger UI asks this selector before it offers
-  // "Try it out", so such an operation is shown without any send control.
+  // "Try it out", so such an operation is shown without any send control; where the button
+  // would be, a note says why and what to do instead.
   function HideTryItPanelPlugin() {
     return {
       statePlugins: {
@@ -16,6 +19,32 @@
               return state.getIn(['json', 'paths', path, method, 'x-hideTryItPanel']) !== true;
             },
           },
+        },
+      },
+      wrapComponents: {
+        parameters: function (Original, system) {
+          var h = system.React.createElement;
+          return function (props) {
+            var pathMethod = props.pathMethod || [];
+            var hidden = system.specSelectors.specJson().getIn(['paths', pathMethod[0], pathMethod[1], 'x-hideTryItPanel']) === true;
+            if (!hidden) return h(Original, props);
+            return h(
+              system.React.Fragment,
+              null,
+              h(
+                'p',
+                { className: 'portal-no-try-it-note' },
+                'This operation cannot be sent from this page (its document marks it ',
+                h('code', null, 'x-hideTryItPanel'),
+                '). Send it from a terminal instead, with your key in ',
+                h('code', null, 'Authorization: Bearer …'),
+                ', as the ',
+                h('a', { href: '/docs/quickstart' }, 'Quickstart'),
+                ' does.',
+              ),
+              h(Original, props),
+            );
+          };
         },
       },
     };
@@ -81,51 +110,96 @@
     };
   }
 
-  function fail(message) {
-    root.textContent = '';
+  // The key is entered once: authorizing (or logging out) in one API's dialog does the same in
+  // the others, which use the same bearer scheme. Each instance's key stays in its memory.
+  var systems = [];
+  var sharing = false;
+  function SharedKeyPlugin(index) {
+    function share(action, payload) {
+      if (sharing) return;
+      sharing = true;
+      try {
+        systems.forEach(function (other, i) {
+          if (other && i !== index) other.authActions[action](payload);
+        });
+      } finally {
+        sharing = false;
+      }
+    }
+    function wrap(action) {
+      return function (original) {
+        return function (payload) {
+          var result = original(payload);
+          share(action, payload);
+          return result;
+        };
+      };
+    }
+    return function () {
+      return { statePlugins: { auth: { wrapActions: { authorize: wrap('authorize'), logout: wrap('logout') } } } };
+    };
+  }
+
+  function fail(section, message) {
+    section.textContent = '';
     var p = document.createElement('p');
     p.className = 'reference-loading';
     p.textContent = message;
-    root.appendChild(p);
+    section.appendChild(p);
   }
 
-  fetch('/v1/openapi.json', { credentials: 'omit' })
-    .then(function (res) {
-      if (!res.ok) throw new Error('GET /v1/openapi.json answered ' + res.status);
-      return res.json();
-    })
-    .then(function (spec) {
-      // Try it sends to the server that serves this page, whatever servers the document lists.
-      spec.servers = [{ url: origin + '/v1', description: 'this server' }];
-      root.textContent = '';
-      window.ui = SwaggerUIBundle({
-        spec: spec,
-        domNode: root,
-        presets: [SwaggerUIBundle.presets.apis],
-        plugins: [HideTryItPanelPlugin, BadgesPlugin],
-        layout: 'BaseLayout',
-        deepLinking: true,
-        displayOperationId: true,
-        displayRequestDuration: true,
-        showExtensions: true,
-        showCommonExtensions: true,
-        defaultModelsExpandDepth: 1,
-        docExpansion: 'list',
-        // The key lives in this page's memory only: not in localStorage, a cookie or the URL.
-        persistAuthorization: false,
-        withCredentials: false,
-        // No badge from validator.swagger.io, no configuration from the query string.
-        validatorUrl: null,
-        queryConfigEnabled: false,
-        requestInterceptor: function (request) {
-          if (new URL(request.url, window.location.href).origin !== origin) {
-            throw new Error('The reference sends requests only to ' + origin);
-          }
-          return request;
-        },
+  function load(section) {
+    var url = section.getAttribute('data-document');
+    return fetch(url, { credentials: 'omit' })
+      .then(function (res) {
+        if (!res.ok) throw new Error('GET ' + url + ' answered ' + res.status);
+        return res.json();
+      })
+      .catch(function (err) {
+        fail(section, 'The reference could not load the API document: ' + err.message + '. It is at ' + url + '.');
+        return null;
       });
-    })
-    .catch(function (err) {
-      fail('The reference could not load the API document: ' + err.message + '. It is at /v1/openapi.json.');
+  }
+
+  function render(section, spec, index) {
+    // Try it sends to the server that serves this page, whatever servers the document lists.
+    spec.servers = [{ url: origin + section.getAttribute('data-server'), description: 'this server' }];
+    section.textContent = '';
+    var root = document.createElement('div');
+    section.appendChild(root);
+    systems[index] = SwaggerUIBundle({
+      spec: spec,
+      domNode: root,
+      presets: [SwaggerUIBundle.presets.apis],
+      plugins: [HideTryItPanelPlugin, BadgesPlugin, SharedKeyPlugin(index)],
+      layout: 'BaseLayout',
+      // Both instances read the #/tag/operationId hash; tags differ between the documents.
+      deepLinking: true,
+      displayOperationId: true,
+      displayRequestDuration: true,
+      showExtensions: true,
+      showCommonExtensions: true,
+      defaultModelsExpandDepth: 1,
+      docExpansion: 'list',
+      // The key lives in this page's memory only: not in localStorage, a cookie or the URL.
+      persistAuthorization: false,
+      withCredentials: false,
+      // No badge from validator.swagger.io, no configuration from the query string.
+      validatorUrl: null,
+      queryConfigEnabled: false,
+      requestInterceptor: function (request) {
+        if (new URL(request.url, window.location.href).origin !== origin) {
+          throw new Error('The reference sends requests only to ' + origin);
+        }
+        return request;
+      },
     });
+  }
+
+  // Every document first, then the instances in page order: a key entered at once reaches all.
+  Promise.all(sections.map(load)).then(function (specs) {
+    specs.forEach(function (spec, i) {
+      if (spec) render(sections[i], spec, i);
+    });
+  });
 })();
