@@ -49,7 +49,8 @@ async function runInOneShell(blocks: string[], env: Record<string, string>): Pro
   // errexit + pipefail: a failing command anywhere in a block ends the shell there.
   const script = ['set -eo pipefail', ...blocks.map((block) => `${block}\nprintf '\\n${DONE}\\n'`)].join('\n');
   shell.stdin.end(`${script}\n`);
-  const timer = setTimeout(() => shell.kill('SIGKILL'), 60_000);
+  // Generous: on a loaded CI machine each npx start alone can take seconds.
+  const timer = setTimeout(() => shell.kill('SIGKILL'), 150_000);
   const [code] = (await once(shell, 'close')) as [number | null];
   clearTimeout(timer);
   const parts = stdout.split(`\n${DONE}\n`);
