@@ -134,7 +134,7 @@ class Load {
       this.outcomes.push(outcome);
       return { outcome, body: parsed };
     } catch (error) {
-      const outcome: Outcome = { op, status: 0, error: (error as Error).name + ': ' + (error as Error).message, startedAt, endedAt: Date.now() };
+      const outcome: Outcome = { op, status: 0, error: `${(error as Error).name}: ${(error as Error).message}${(error as Error).cause ? ` (${String((error as Error).cause)})` : ''}`, startedAt, endedAt: Date.now() };
       this.outcomes.push(outcome);
       return { outcome, body: undefined };
     }
