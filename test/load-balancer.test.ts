@@ -283,6 +283,54 @@ describe('three instances behind HAProxy (deploy/haproxy.cfg), one PostgreSQL, o
     assert.ok(downAfter <= 2000, `out of the pool within the check interval (inter 1 s, then fastinter 250 ms × fall 2): ${downAfter} ms`);
   });
 
+  test('a create caught between claiming its key and committing, its instance killed: the same request retried through HAProxy gets its 201 within 3 s, one pet', async (t) => {
+    // The account's row held (as a concurrent create would hold it): the create on instance a
+    // claims its key, then waits to number its pet.
+    const account = await createAccountWithKey(env, 'Held');
+    const holder = new pg.Client({ connectionString: cluster.url });
+    await holder.connect();
+    const idempotencyKey = randomUUID();
+    const body = JSON.stringify({ name: 'Held', categoryId: 1 });
+    const headers = { authorization: `Bearer ${account.key}`, 'content-type': 'application/json', 'idempotency-key': idempotencyKey };
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM accounts WHERE id = $1 FOR NO KEY UPDATE', [account.accountId]);
+      const first = fetch(`${instances[0]!.url}/v1/pets`, { method: 'POST', headers, body }).then((r) => r.status, (e: Error) => e.message);
+      for (let i = 0; ; i += 1) {
+        const { rowCount } = await db.query('SELECT 1 FROM idempotency_keys WHERE account_id = $1 AND key = $2', [account.accountId, idempotencyKey]);
+        if (rowCount === 1) break;
+        assert.ok(i < 100, 'the create claimed its key');
+        await sleep(50);
+      }
+      await sleep(300);
+      instances[0]!.child.kill('SIGKILL');
+      const killedAt = Date.now();
+      await holder.query('ROLLBACK');
+      assert.equal(typeof (await first), 'string', 'the request in flight failed with the instance');
+      const statuses: number[] = [];
+      let pet: { id: number } | undefined;
+      while (!pet) {
+        assert.ok(Date.now() - killedAt <= RETRY_WITHIN_MS, `a 201 within 3 s of the kill; got ${statuses.join(' ')}`);
+        const res = await fetch(`${lb.url}/v1/pets`, { method: 'POST', headers, body, signal: AbortSignal.timeout(HANG_MS) });
+        statuses.push(res.status);
+        if (res.status === 201) pet = (await res.json()) as { id: number };
+        else {
+          await res.arrayBuffer();
+          await sleep(150);
+        }
+      }
+      const after = Date.now() - killedAt;
+      await sleep(300);
+      const { rows } = await db.query('SELECT id FROM pets WHERE account_id = $1', [account.accountId]);
+      t.diagnostic(`held create, instance killed: the same-key retry through HAProxy got its 201 ${after} ms after the kill (${statuses.length} tries: ${statuses.join(' ')}); pets stored: ${rows.length}`);
+      assert.deepEqual(rows.map((r: { id: string }) => Number(r.id)), [pet.id]);
+    } finally {
+      await holder.end();
+      await startInstance(0);
+      await lb.waitForStatus(SERVER_NAMES[0], 'UP', 10_000);
+    }
+  });
+
   test('database restart: 503 service_unavailable with Retry-After while down (never a 500 or a hang), /readyz fails on every instance, all serve again within 5 s', async (t) => {
     const load = new Load(lb.url, keys(), 20_000);
     await sleep(1000);
