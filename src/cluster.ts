@@ -102,7 +102,7 @@ export async function runPrimary(config: Config, workers: number): Promise<void>
       logger.error({ workers: alive.size }, 'workers did not stop within the shutdown deadline; killing them');
       exitCode = 1;
       for (const worker of alive.values()) worker.process.kill('SIGKILL');
-    }, config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS);
+    }, config.shutdownDelayMs + config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS);
     deadline.unref();
   };
 

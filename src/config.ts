@@ -38,6 +38,11 @@ export interface Config {
   requestTimeoutMs: number;
   /** How long to wait for in-flight requests on SIGTERM, in ms. */
   shutdownTimeoutMs: number;
+  /**
+   * On SIGTERM, how long to keep serving with /readyz answering 503 before closing, in ms, so
+   * the load balancer's health check takes the instance out before it refuses anything.
+   */
+  shutdownDelayMs: number;
   /** Serve the developer portal (/, /docs…); the OpenAPI documents are served either way. */
   docs: boolean;
 }
@@ -110,6 +115,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: env.PETSTORE_METRICS_TOKEN || undefined,
     requestTimeoutMs: integer(env, 'PETSTORE_REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
     shutdownTimeoutMs: integer(env, 'PETSTORE_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    shutdownDelayMs: integer(env, 'PETSTORE_SHUTDOWN_DELAY_MS', 0, 0, 600_000),
     docs: boolean(env, 'PETSTORE_DOCS', true),
   };
 }

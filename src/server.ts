@@ -53,12 +53,19 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     }
     if (closing) return;
     closing = true;
-    logger.info({ signal }, 'shutting down: finishing requests in flight');
     const deadline = setTimeout(() => {
       logger.error('shutdown deadline passed; exiting with requests still open');
       process.exit(1);
-    }, config.shutdownTimeoutMs);
+    }, config.shutdownDelayMs + config.shutdownTimeoutMs);
     deadline.unref();
+    if (config.shutdownDelayMs > 0) {
+      logger.info({ signal, delayMs: config.shutdownDelayMs }, 'shutting down: draining (/readyz answers 503) before closing');
+      app.drain();
+      setTimeout(() => close(signal), config.shutdownDelayMs);
+    } else close(signal);
+  };
+  const close = (signal: string) => {
+    logger.info({ signal }, 'shutting down: finishing requests in flight');
     app.close().then(
       () => {
         logger.info('shut down cleanly');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { fixedClock } from '../src/clock.js';
-import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS } from '../src/services/idempotency.js';
+import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_RENEW_MS, IDEMPOTENCY_TTL_MS } from '../src/services/idempotency.js';
 import type { Store } from '../src/store/types.js';
 import { startApp } from './helpers/app.js';
 import { backends } from './helpers/backends.js';
@@ -147,6 +147,28 @@ for (const backend of backends) {
       assert.equal((await store.listPets({ accountId, limit: 10 })).length, 1);
       assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: 3_000 }), { outcome: 'completed', requestHash: 'h1', resourceId: won.id });
       assert.equal(await store.purgeIdempotencyKeys(1_001 + IDEMPOTENCY_LEASE_MS), 1);
+    });
+
+    test('when the owner renews its claim, then it is not taken over however long it runs, and once renewals stop it is', async (t) => {
+      const app = await startApp(t, { backend });
+      const { accountId } = await app.createAccount();
+      const store = app.store;
+      const claim = { accountId, key: 'k1', requestHash: 'h1', ttlMs: IDEMPOTENCY_TTL_MS, leaseMs: IDEMPOTENCY_LEASE_MS };
+      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: 1_000 }), { outcome: 'claimed' });
+      let last = 1_000;
+      for (let now = 1_000 + IDEMPOTENCY_RENEW_MS; now <= 1_000 + 3 * IDEMPOTENCY_LEASE_MS; now += IDEMPOTENCY_RENEW_MS) {
+        await store.renewIdempotencyKey(accountId, 'k1', now);
+        last = now;
+        assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now }), { outcome: 'in_flight', requestHash: 'h1' });
+      }
+      // A late renewal never moves the claim back.
+      await store.renewIdempotencyKey(accountId, 'k1', 1_000);
+      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: last + IDEMPOTENCY_LEASE_MS - 1 }), { outcome: 'in_flight', requestHash: 'h1' });
+      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: last + IDEMPOTENCY_LEASE_MS }), { outcome: 'claimed' });
+      // A completed key is not touched by renewals.
+      const pet = await store.createPetWithIdempotencyKey(accountId, { name: 'Once', categoryId: 1 }, new Date().toISOString(), 'k1');
+      await store.renewIdempotencyKey(accountId, 'k1', last + 10 * IDEMPOTENCY_LEASE_MS);
+      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: last + 20 * IDEMPOTENCY_LEASE_MS }), { outcome: 'completed', requestHash: 'h1', resourceId: pet!.id });
     });
 
     if (backend.name === 'postgres') {

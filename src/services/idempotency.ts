@@ -7,8 +7,18 @@ import type { Store } from '../store/types.js';
 
 /** Idempotency keys are kept this long (and at least this long), then may be reused. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-/** An unfinished request holding a key this long is presumed crashed; a retry may take over. */
-export const IDEMPOTENCY_LEASE_MS = 60 * 1000;
+/**
+ * An unfinished request whose claim has not been renewed for this long is presumed dead (its
+ * process crashed or was killed); a retry with the same request may take the key over. The
+ * owner renews its claim every IDEMPOTENCY_RENEW_MS while its create runs, so a live request
+ * keeps the key however long it takes, and a dead one lets go of it within this lease. A
+ * takeover from an owner that was alive after all (stalled past the lease) cannot create twice:
+ * each create completes the key only if it is still unfinished, in its own transaction, and
+ * the one that finds it completed rolls back and replays.
+ */
+export const IDEMPOTENCY_LEASE_MS = 2000;
+/** How often a running create renews its claim (well inside the lease). */
+export const IDEMPOTENCY_RENEW_MS = 500;
 
 export interface IdempotentSteps<T> {
   /** What the completed request with this key created, by id. */
@@ -34,14 +44,32 @@ export async function runIdempotent<T>(
     if (claim.outcome === 'in_flight') throw new IdempotencyKeyInUseError();
     if (claim.outcome === 'completed') return { value: await steps.replay(claim.resourceId), replayed: true };
     let created: T | undefined;
+    const renewal = renewWhileRunning(deps, accountId, key);
     try {
       created = await steps.create(now);
     } catch (err) {
+      renewal.stop();
       // Only successes are remembered: let the client retry with the same key.
       await store.releaseIdempotencyKey(accountId, key).catch(() => undefined);
       throw err;
     }
+    renewal.stop();
     if (created !== undefined) return { value: created, replayed: false };
     // A takeover race: another request completed the key first. Loop to replay its result.
   }
+}
+
+/** Renews the claim every IDEMPOTENCY_RENEW_MS until stopped (one renewal at a time; failures are ignored). */
+function renewWhileRunning(deps: { store: Store; clock: Clock }, accountId: string, key: string): { stop(): void } {
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    deps.store.renewIdempotencyKey(accountId, key, deps.clock.now()).then(
+      () => (busy = false),
+      () => (busy = false),
+    );
+  }, IDEMPOTENCY_RENEW_MS);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }

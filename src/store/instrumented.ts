@@ -18,6 +18,7 @@ const TIMED = [
   'listPets',
   'claimIdempotencyKey',
   'createPetWithIdempotencyKey',
+  'renewIdempotencyKey',
   'releaseIdempotencyKey',
   'purgeIdempotencyKeys',
   'placeOrder',

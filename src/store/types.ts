@@ -210,6 +210,11 @@ export interface Store extends OrderRepository, MessageRepository {
    * Returns undefined (and creates nothing) when the key was completed by another request meanwhile.
    */
   createPetWithIdempotencyKey(accountId: string, pet: NewPet, createdAt: string, key: string): Promise<Pet | undefined>;
+  /**
+   * Marks an in-flight claim as still alive at `now` (epoch ms; never moves it back). A claim
+   * not renewed for the lease is presumed dead and may be taken over by a retry.
+   */
+  renewIdempotencyKey(accountId: string, key: string, now: number): Promise<void>;
   /** Forgets an in-flight claim so the client can retry (after a failure). */
   releaseIdempotencyKey(accountId: string, key: string): Promise<void>;
   /** Deletes keys created before `before` (epoch ms); returns how many. */

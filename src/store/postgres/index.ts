@@ -434,6 +434,13 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
       });
     },
 
+    async renewIdempotencyKey(accountId, key, now) {
+      await query(
+        `UPDATE idempotency_keys SET locked_at = $3 WHERE account_id = $1 AND key = $2 AND locked_at < $3 AND ${KEY_IN_FLIGHT}`,
+        [accountId, key, now],
+      );
+    },
+
     async releaseIdempotencyKey(accountId, key) {
       await query(`DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND ${KEY_IN_FLIGHT}`, [accountId, key]);
     },

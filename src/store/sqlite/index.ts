@@ -404,6 +404,12 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
       }
     },
 
+    async renewIdempotencyKey(accountId, key, now) {
+      stmt<[number, string, string, number], unknown>(
+        `UPDATE idempotency_keys SET locked_at = ? WHERE account_id = ? AND key = ? AND locked_at < ? AND ${KEY_IN_FLIGHT}`,
+      ).run(now, accountId, key, now);
+    },
+
     async releaseIdempotencyKey(accountId, key) {
       stmt<[string, string], unknown>(`DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND ${KEY_IN_FLIGHT}`).run(accountId, key);
     },

@@ -1,0 +1,27 @@
+// A stand-in for a `petstore serve` process caught between claiming an Idempotency-Key and
+// committing its create: the real runIdempotent (claim, renewals) with a create that never
+// ends. Prints "claimed" once the key is claimed; the test then kills it (SIGKILL).
+// Usage: node --import tsx test/helpers/claim-and-hang.ts <database url> <account id> <key> <pet name>
+import { systemClock } from '../../src/clock.js';
+import { runIdempotent } from '../../src/services/idempotency.js';
+import { requestHash } from '../../src/services/pets.js';
+import { createStore } from '../../src/store/index.js';
+import type { Store } from '../../src/store/types.js';
+
+const [databaseUrl, accountId, key, name] = process.argv.slice(2) as [string, string, string, string];
+// Stays up (the renewal timer is unref'd) until killed.
+setInterval(() => {}, 1 << 30);
+const store = await createStore({ databaseUrl, pgPoolMax: 2 });
+const original = store.claimIdempotencyKey.bind(store);
+const watched: Store = {
+  ...store,
+  async claimIdempotencyKey(claim) {
+    const result = await original(claim);
+    process.stdout.write(`${result.outcome}\n`);
+    return result;
+  },
+};
+await runIdempotent({ store: watched, clock: systemClock }, accountId, key, requestHash({ name, categoryId: 1 }), {
+  replay: async () => undefined,
+  create: () => new Promise<undefined>(() => {}),
+});
