@@ -235,6 +235,8 @@ describe('three instances behind HAProxy (deploy/haproxy.cfg), one PostgreSQL, o
 
   test('rolling restart: SIGTERM each instance in turn, start it again, wait until HAProxy sees it up: no request fails, every 201 is stored', async (t) => {
     const load = new Load(lb.url, keys(), 0);
+    // A failed assertion must not leave the load running (the file would never end).
+    t.after(() => load.stop());
     await sleep(1000);
     const restarts: number[] = [];
     for (const [i, name] of SERVER_NAMES.entries()) {
@@ -255,6 +257,8 @@ describe('three instances behind HAProxy (deploy/haproxy.cfg), one PostgreSQL, o
 
   test('kill -9 of one instance: only requests in flight on it fail, their same-key retries succeed within 3 s without duplicates, HAProxy takes it out within the check interval', async (t) => {
     const load = new Load(lb.url, keys(), RETRY_WITHIN_MS + 2000);
+    // A failed assertion must not leave the load running (the file would never end).
+    t.after(() => load.stop());
     await sleep(1000);
     const victim = 1;
     instances[victim]!.child.kill('SIGKILL');
@@ -333,6 +337,8 @@ describe('three instances behind HAProxy (deploy/haproxy.cfg), one PostgreSQL, o
 
   test('database restart: 503 service_unavailable with Retry-After while down (never a 500 or a hang), /readyz fails on every instance, all serve again within 5 s', async (t) => {
     const load = new Load(lb.url, keys(), 20_000);
+    // A failed assertion must not leave the load running (the file would never end).
+    t.after(() => load.stop());
     await sleep(1000);
     const stoppingAt = Date.now();
     await cluster.stop();
@@ -395,8 +401,12 @@ describe('three instances behind HAProxy (deploy/haproxy.cfg), one PostgreSQL, o
       return { limited, other };
     };
     const load = new Load(lb.url, keys(), 0);
+    // A failed assertion must not leave the load running (the file would never end).
+    t.after(() => load.stop());
     await sleep(500);
-    const before = await probe(500);
+    // Enough requests to outrun the refill (100/s) even on a slow machine: a few hundred would
+    // take over 2 s there and never empty the bucket.
+    const before = await probe(1500);
     assert.ok(before.limited > 0, 'the shared limit applies with Redis up (burst 200, 100/s)');
     await redis.stop();
     const stoppedAt = Date.now();
@@ -409,14 +419,14 @@ describe('three instances behind HAProxy (deploy/haproxy.cfg), one PostgreSQL, o
     while (after.limited === 0) {
       assert.ok(Date.now() - backAt < 15_000, 'the limiter applies again within 15 s of Redis being back');
       await sleep(250);
-      after = await probe(500);
+      after = await probe(1500);
     }
     const recovered = Date.now() - backAt;
     await load.stop();
     const failures = load.failures();
     const verified = await verifyCreates(load);
     t.diagnostic(
-      `Redis outage (${outage} ms): ${load.sent} load requests sent, ${failures.length} failed, ${verified} 201s verified; probe of 500 requests on one key: ` +
+      `Redis outage (${outage} ms): ${load.sent} load requests sent, ${failures.length} failed, ${verified} 201s verified; probes of 1500/500/1500 requests on one key: ` +
       `${before.limited} refused with 429 before, ${during.limited} during the outage (fail open), ${after.limited} once Redis was back (limiter working again ${recovered} ms after Redis restarted)`,
     );
     assert.deepEqual(failures, []);
