@@ -150,8 +150,10 @@ describe('developer portal in Chromium', { skip: browserSkip }, () => {
     assert.match(summary, /Deprecated: removed on 5 December 2030/);
     assert.match(summary, /Use listPets instead/);
     await block.locator('.opblock-summary-control').click();
-    // Swagger UI renders the body once it has resolved the operation: wait for it.
+    // Swagger UI renders the body once it has resolved the operation, the warning first and the
+    // description after it (on a loaded machine, noticeably later): wait for both.
     await block.getByText('Warning: Deprecated').waitFor();
+    await block.locator('.opblock-body').getByText(/removed on 5 December 2030/).first().waitFor();
     assert.match(await block.locator('.opblock-body').innerText(), /removed on 5 December 2030/);
     await block.locator('.opblock-summary-control').click();
   });
