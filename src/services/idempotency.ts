@@ -1,4 +1,4 @@
-// Idempotency-Key handling shared by every create (createPet, placeOrder): claim the key,
+// Idempotency-Key handling shared by every create (createPet, placeOrder, sendMessage): claim the key,
 // replay what a completed request created, refuse a different request (422) or one still
 // running (409), and otherwise run the create, which completes the key in its own transaction.
 import type { Clock } from '../clock.js';

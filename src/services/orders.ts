@@ -17,9 +17,9 @@ import { runIdempotent } from './idempotency.js';
 
 export type OrderAction = 'deliver' | 'cancel';
 
-const MOVES: Record<OrderAction, OrderMove & { done: string }> = {
-  deliver: { from: 'placed', to: 'delivered', petFrom: 'pending', petTo: 'sold', done: 'delivered' },
-  cancel: { from: 'placed', to: 'cancelled', petFrom: 'pending', petTo: 'available', done: 'cancelled' },
+const MOVES: Record<OrderAction, OrderMove> = {
+  deliver: { from: 'placed', to: 'delivered', petFrom: 'pending', petTo: 'sold' },
+  cancel: { from: 'placed', to: 'cancelled', petFrom: 'pending', petTo: 'available' },
 };
 
 export interface OrderPage {
@@ -89,7 +89,8 @@ export function createOrderService(deps: { store: Store; clock: Clock; cursors: 
       const result = await store.moveOrder(accountId, id, move, now());
       if (result.outcome === 'not_found') throw orderNotFound(id);
       if (result.outcome === 'moved' || result.order.status === move.to) return result.order;
-      throw new InvalidTransitionError(id, result.order.status, move.done);
+      // The message names the move by its target: "it cannot be delivered" / "cancelled".
+      throw new InvalidTransitionError(id, result.order.status, move.to);
     },
   };
 }
