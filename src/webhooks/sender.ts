@@ -96,25 +96,27 @@ function describe(error: unknown, timeoutMs: number): string {
   return code;
 }
 
-export function createWebhookSender(opts: WebhookSenderOptions): WebhookSender {
-  const resolve = opts.resolve ?? defaultResolve;
-  const policy = { allowHttp: opts.allowHttp, allowed: opts.allowed };
-
-  // net calls this for host names (not IP literals). With autoSelectFamily (Node 20's default)
-  // it asks for all addresses; otherwise for one.
-  const lookup: net.LookupFunction = (hostname, options, callback) => {
+/**
+ * The `lookup` the sender's sockets use: resolves with `resolve` and fails with a policy refusal
+ * when ANY address is refused. net calls it for host names only (not IP literals); with
+ * autoSelectFamily (Node 20's default) it asks for all addresses, otherwise for one.
+ * Exported for tests, which can check refusals without opening a socket.
+ */
+export function createPolicyLookup(resolve: WebhookResolver, allowed: AllowedNetworks): net.LookupFunction {
+  return (hostname, options, callback) => {
     resolve(hostname).then(
       (found) => {
         if (found.length === 0) return callback(new DnsFailure('no addresses'), '');
         for (const { address } of found) {
-          const reason = refusedAddressReason(address, opts.allowed);
+          const reason = refusedAddressReason(address, allowed);
           if (reason !== undefined) return callback(new PolicyRefusal(reason), '');
         }
+        const want = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : (options.family ?? 0);
         const usable = found
           .map(({ address }) => ({ address, family: net.isIP(address) }))
-          .filter(({ family }) => !options.family || family === options.family);
+          .filter(({ family }) => want === 0 || family === want);
         const first = usable[0];
-        if (first === undefined) return callback(new DnsFailure(`no IPv${options.family} address`), '');
+        if (first === undefined) return callback(new DnsFailure(`no IPv${want} address`), '');
         if (options.all) callback(null, usable);
         else callback(null, first.address, first.family);
       },
@@ -124,6 +126,13 @@ export function createWebhookSender(opts: WebhookSenderOptions): WebhookSender {
       },
     );
   };
+}
+
+export function createWebhookSender(opts: WebhookSenderOptions): WebhookSender {
+  const resolve = opts.resolve ?? defaultResolve;
+  const policy = { allowHttp: opts.allowHttp, allowed: opts.allowed };
+
+  const lookup = createPolicyLookup(resolve, opts.allowed);
 
   const agentOptions = {
     keepAlive: true,

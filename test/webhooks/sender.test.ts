@@ -1,13 +1,14 @@
 // The webhook sender (src/webhooks/sender.ts) against real receivers on 127.0.0.1.
 //
-// Every test connects to 127.0.0.1 only. Where a resolver answers with another address, the
-// policy refuses it in the lookup, before any connection is attempted.
+// Every test connects to 127.0.0.1 only. Sends go through resolvers that answer 127.0.0.1
+// (with or without a refused address next to it); answers with a public address are tested on
+// the lookup function alone, with no socket at all, so even a broken policy cannot connect out.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { parseAllowedNetworks, type AllowedNetworks } from '../../src/webhooks/address-policy.js';
-import { createWebhookSender, parseRetryAfter, type WebhookSenderOptions } from '../../src/webhooks/sender.js';
+import { createPolicyLookup, createWebhookSender, parseRetryAfter, type WebhookResolver, type WebhookSenderOptions } from '../../src/webhooks/sender.js';
 
 interface Receiver {
   url: string;
@@ -215,31 +216,19 @@ describe('refusal', () => {
     assert.equal(hook.requests[0]?.headers.host, `hook.example.test:${hook.port}`);
   });
 
-  test('any refused address refuses the name: public and private answers', async (t) => {
-    // Refused in the lookup: no connection to either address is attempted.
-    const send = sender(t, {
-      allowed: none,
-      resolve: async () => [
-        { address: '93.184.216.34', family: 4 },
-        { address: '10.0.0.1', family: 4 },
-      ],
-    });
-    assert.deepEqual(await send.send('https://hook.example.test/', {}, '{}'), {
-      kind: 'error',
-      reason: 'connection refused by policy: 10.0.0.1 is a private address (RFC 1918)',
-    });
-  });
-
   test('any refused address refuses the name, even when the first one is allowed', async (t) => {
+    // 127.0.0.2 is refused (only 127.0.0.1/32 is allowed) yet stays on this machine, whatever happens.
     const hook = await receiver(t);
     const send = sender(t, {
       resolve: async () => [
         { address: '127.0.0.1', family: 4 },
-        { address: '169.254.169.254', family: 4 },
+        { address: '127.0.0.2', family: 4 },
       ],
     });
-    const result = await send.send(`http://hook.example.test:${hook.port}/`, {}, '{}');
-    assert.equal(result.kind === 'error' && result.reason.startsWith('connection refused by policy: 169.254.169.254'), true);
+    assert.deepEqual(await send.send(`http://hook.example.test:${hook.port}/`, {}, '{}'), {
+      kind: 'error',
+      reason: 'connection refused by policy: 127.0.0.2 is a loopback address',
+    });
     await delay(50);
     assert.equal(hook.connections, 0);
   });
@@ -297,6 +286,50 @@ describe('refusal', () => {
   test('a resolver that never answers is covered by the timeout', async (t) => {
     const send = sender(t, { timeoutMs: 200, resolve: () => new Promise(() => {}) });
     assert.deepEqual(await send.send('https://hook.example.test/', {}, '{}'), { kind: 'error', reason: 'no response within 200 ms' });
+  });
+});
+
+describe('the policy lookup (no sockets)', () => {
+  type Answer = { error: Error | null; address: unknown; family?: number | undefined };
+  function lookUp(resolve: WebhookResolver, allowed: AllowedNetworks, options: { all?: boolean; family?: number }): Promise<Answer> {
+    return new Promise((done) => {
+      createPolicyLookup(resolve, allowed)('hook.example.test', options, (error, address, family) => done({ error, address, family }));
+    });
+  }
+  const mixed: WebhookResolver = async () => [
+    { address: '93.184.216.34', family: 4 },
+    { address: '10.0.0.1', family: 4 },
+  ];
+
+  test('a public and a private answer: refused, whichever comes first', async () => {
+    for (const resolve of [mixed, async () => (await mixed('')).reverse()]) {
+      for (const all of [true, false]) {
+        const { error } = await lookUp(resolve, none, { all });
+        assert.equal(error?.message, '10.0.0.1 is a private address (RFC 1918)');
+      }
+    }
+  });
+
+  test('a public answer is returned as net expects it, for all or for one', async () => {
+    const resolve: WebhookResolver = async () => [
+      { address: '2606:2800:220:1:248:1893:25c8:1946', family: 6 },
+      { address: '93.184.216.34', family: 4 },
+    ];
+    assert.deepEqual(await lookUp(resolve, none, { all: true }), {
+      error: null,
+      address: [
+        { address: '2606:2800:220:1:248:1893:25c8:1946', family: 6 },
+        { address: '93.184.216.34', family: 4 },
+      ],
+      family: undefined,
+    });
+    assert.deepEqual(await lookUp(resolve, none, {}), { error: null, address: '2606:2800:220:1:248:1893:25c8:1946', family: 6 });
+    assert.deepEqual(await lookUp(resolve, none, { family: 4 }), { error: null, address: '93.184.216.34', family: 4 });
+  });
+
+  test('an answer that is not an IP address is refused', async () => {
+    const { error } = await lookUp(async () => [{ address: 'evil.example', family: 4 }], none, { all: true });
+    assert.equal(error?.message, 'evil.example is not an IP address');
   });
 });
 
