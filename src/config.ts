@@ -45,6 +45,25 @@ export interface Config {
   shutdownDelayMs: number;
   /** Serve the developer portal (/, /docs…); the OpenAPI documents are served either way. */
   docs: boolean;
+  /** Write the event log (and webhook deliveries) with every change. */
+  events: boolean;
+  /** Events older than this many days are pruned in the background. */
+  eventRetentionDays: number;
+  /** Run the webhook delivery worker in this process (every server process does by default). */
+  webhookWorker: boolean;
+  /** A delivery attempt without a response within this many ms fails (and is retried). */
+  webhookTimeoutMs: number;
+  /** Seconds to wait before each attempt: the first entry before the first attempt, and so on. */
+  webhookRetrySchedule: number[];
+  /** After a rotation, the previous secret keeps signing for this many seconds. */
+  webhookSecretOverlapSeconds: number;
+  /** IPs or CIDRs webhook deliveries may connect to although the address policy refuses them (development, tests). */
+  webhookAllowedNetworks: string | undefined;
+  /** Allow http:// endpoint URLs (development, tests). */
+  webhookAllowHttp: boolean;
+  /** Most deliveries in flight at once in one process, and to one endpoint. */
+  webhookConcurrency: number;
+  webhookEndpointConcurrency: number;
 }
 
 export class ConfigError extends Error {
@@ -85,6 +104,19 @@ function serverUrl(env: Env, name: string, fallback: string, suffix = '/v1'): st
   return raw.replace(/\/$/, '');
 }
 
+/** Standard Webhooks' schedule, in seconds before each attempt: at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h (about three days). */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400];
+
+function schedule(env: Env, name: string, fallback: number[]): number[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const values = raw.split(',').map((part) => Number(part.trim()));
+  if (values.length > 50 || values.some((v) => !Number.isFinite(v) || v < 0 || v > 7 * 86400) || raw.split(',').some((p) => p.trim() === '')) {
+    throw new ConfigError(`${name} must be a comma-separated list of 1 to 50 delays in seconds (0 to 604800 each), got "${raw}"`);
+  }
+  return values;
+}
+
 export const DEFAULT_DATABASE_URL = path.join('data', 'petstore.db');
 
 export function loadConfig(env: Env = process.env): Config {
@@ -117,5 +149,15 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: integer(env, 'PETSTORE_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     shutdownDelayMs: integer(env, 'PETSTORE_SHUTDOWN_DELAY_MS', 0, 0, 600_000),
     docs: boolean(env, 'PETSTORE_DOCS', true),
+    events: boolean(env, 'PETSTORE_EVENTS', true),
+    eventRetentionDays: integer(env, 'PETSTORE_EVENT_RETENTION_DAYS', 30, 1, 3650),
+    webhookWorker: boolean(env, 'PETSTORE_WEBHOOK_WORKER', true),
+    webhookTimeoutMs: integer(env, 'PETSTORE_WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
+    webhookRetrySchedule: schedule(env, 'PETSTORE_WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE),
+    webhookSecretOverlapSeconds: integer(env, 'PETSTORE_WEBHOOK_SECRET_OVERLAP_SECONDS', 86_400, 0, 30 * 86_400),
+    webhookAllowedNetworks: env.PETSTORE_WEBHOOK_ALLOWED_NETWORKS || undefined,
+    webhookAllowHttp: boolean(env, 'PETSTORE_WEBHOOK_ALLOW_HTTP', false),
+    webhookConcurrency: integer(env, 'PETSTORE_WEBHOOK_CONCURRENCY', 64, 1, 1024),
+    webhookEndpointConcurrency: integer(env, 'PETSTORE_WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1, 1024),
   };
 }

@@ -18,6 +18,9 @@ export const ERROR_CODES = {
   idempotency_key_in_use: 'A request with the same Idempotency-Key is still being processed.',
   pet_not_available: 'The pet cannot be ordered: its status is not `available`.',
   invalid_transition: 'The order cannot make this move from its current status.',
+  invalid_webhook_url: 'The webhook URL is not an https URL on a public address (the message says what to change).',
+  webhook_endpoint_limit: 'The account already has the most webhook endpoints it may have (16): delete one first.',
+  webhook_endpoint_disabled: 'The webhook endpoint is disabled: enable it (PATCH `disabled: false`) before retrying a delivery.',
   rate_limited: 'Too many requests for this API key; retry after the indicated delay.',
   internal_error: 'An unexpected error occurred on the server.',
   service_unavailable: 'A dependency (the database) is unavailable; retry after the indicated delay.',
@@ -42,6 +45,9 @@ export const ERROR_STATUS = {
   idempotency_key_in_use: 409,
   pet_not_available: 409,
   invalid_transition: 409,
+  invalid_webhook_url: 400,
+  webhook_endpoint_limit: 409,
+  webhook_endpoint_disabled: 409,
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,
@@ -127,6 +133,19 @@ export class InvalidTransitionError extends ApiError {
   constructor(orderId: number, status: string, action: string) {
     super('invalid_transition',
       `Order ${orderId} is ${status}: it cannot be ${action}. Only placed orders can be delivered or cancelled.`);
+  }
+}
+export class InvalidWebhookUrlError extends ApiError {
+  constructor(reason: string) { super('invalid_webhook_url', `The webhook URL is refused: ${reason}`); }
+}
+export class WebhookEndpointLimitError extends ApiError {
+  constructor(max: number) {
+    super('webhook_endpoint_limit', `Your account already has ${max} webhook endpoints, the most it may have. Delete one (DELETE /v1/webhook-endpoints/{endpointId}) or reuse one (PATCH its url or eventTypes).`);
+  }
+}
+export class WebhookEndpointDisabledError extends ApiError {
+  constructor(id: string) {
+    super('webhook_endpoint_disabled', `Webhook endpoint ${id} is disabled: nothing is sent to it. Enable it first (PATCH /v1/webhook-endpoints/${id} with {"disabled": false}), then retry.`);
   }
 }
 export class RateLimitedError extends ApiError {

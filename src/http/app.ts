@@ -25,6 +25,11 @@ import { createPetWire } from './routes/pets.js';
 import { v1Routes } from './routes/v1.js';
 import { exampleApi } from './example/index.js';
 import { createMessageWorker, type Deliver } from '../services/message-worker.js';
+import { createWebhookWorker, type Send } from '../services/webhook-worker.js';
+import { eventSchemas } from '../schemas/events.js';
+import { observeEvents } from '../store/instrumented.js';
+import { checkWebhookUrl, parseAllowedNetworks } from '../webhooks/address-policy.js';
+import { createWebhookSender, type WebhookResolver } from '../webhooks/sender.js';
 import { createValidatorCompiler } from './validation.js';
 
 declare module 'fastify' {
@@ -41,6 +46,10 @@ export interface AppDeps {
   clock?: Clock;
   /** What delivering a message means (default: nothing more than recording it; tests make it fail). */
   deliver?: Deliver;
+  /** Resolves webhook host names (default: the system resolver; tests inject names). */
+  webhookResolver?: WebhookResolver;
+  /** Sends a webhook delivery (default: the policy-checked HTTP sender). */
+  webhookSend?: Send;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -96,7 +105,7 @@ function createRateLimiter(config: Config, log: FastifyBaseLogger, countError: (
 
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
-export async function buildApp({ config, store, logger, clock = systemClock, deliver }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({ config, store, logger, clock = systemClock, deliver, webhookResolver, webhookSend }: AppDeps): Promise<FastifyInstance> {
   const newRequestId = requestIdGenerator();
   const requestId = (given: string | string[] | undefined): string =>
     // A key pasted here by mistake would be echoed and logged on every line: never accept one.
@@ -152,7 +161,28 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
     return (seconds) => child.observe(seconds);
   });
   let wakeWorker = () => {};
-  const services = await createServices({ store: timedStore, clock, environment: config.environment, onMessageQueued: () => wakeWorker() });
+  let wakeWebhooks = () => {};
+  // Every change that wrote events is counted, and wakes the webhook worker (a delivery may be due).
+  const observedStore = config.events
+    ? observeEvents(timedStore, (types) => {
+        for (const type of types) metrics.eventsWritten.labels({ type }).inc();
+        wakeWebhooks();
+      })
+    : timedStore;
+  const allowedNetworks = parseAllowedNetworks(config.webhookAllowedNetworks);
+  const urlPolicy = { allowHttp: config.webhookAllowHttp, allowed: allowedNetworks };
+  const services = await createServices({
+    store: observedStore,
+    clock,
+    environment: config.environment,
+    onMessageQueued: () => wakeWorker(),
+    checkWebhookUrl: (url) => {
+      const checked = checkWebhookUrl(url, urlPolicy);
+      return checked.ok ? undefined : checked.reason;
+    },
+    webhookSecretOverlapSeconds: config.webhookSecretOverlapSeconds,
+    onDeliveryDue: () => wakeWebhooks(),
+  });
   app.decorate('services', services);
   if (config.messageWorker) {
     const worker = createMessageWorker({
@@ -171,6 +201,37 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
     // After the last request: what the worker holds is finished before the store closes.
     app.addHook('onClose', async () => worker.stop());
   }
+  if (config.webhookWorker) {
+    const sender = webhookSend
+      ? undefined
+      : createWebhookSender({ ...urlPolicy, timeoutMs: config.webhookTimeoutMs, maxSockets: config.webhookEndpointConcurrency, ...(webhookResolver ? { resolve: webhookResolver } : {}) });
+    const worker = createWebhookWorker({
+      store: timedStore,
+      clock,
+      log: app.log,
+      send: webhookSend ?? ((url, headers, body) => sender!.send(url, headers, body)),
+      counters: {
+        attempt: (outcome, seconds) => {
+          metrics.webhookDeliveries.labels({ outcome }).inc();
+          if (seconds !== undefined) metrics.webhookAttemptDuration.observe(seconds);
+        },
+        endpointDisabled: () => metrics.webhookEndpointsDisabled.inc(),
+      },
+      options: {
+        schedule: config.webhookRetrySchedule,
+        timeoutMs: config.webhookTimeoutMs,
+        concurrency: config.webhookConcurrency,
+        endpointConcurrency: config.webhookEndpointConcurrency,
+      },
+    });
+    wakeWebhooks = worker.wake;
+    app.addHook('onReady', async () => worker.start());
+    // After the last request: the attempts in hand finish and are recorded before the store closes.
+    app.addHook('onClose', async () => {
+      await worker.stop();
+      sender?.close();
+    });
+  }
   const rateLimiter = createRateLimiter(config, app.log, () => metrics.rateLimiterErrors.inc());
   app.addHook('onClose', async () => rateLimiter.close());
   const purge = setInterval(() => {
@@ -178,9 +239,20 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
   }, 60 * 60 * 1000);
   purge.unref();
   app.addHook('onClose', async () => clearInterval(purge));
+  // Events older than the retention are pruned hourly (and once soon after start).
+  const pruneEvents = () =>
+    services.events.prune(clock.now(), config.eventRetentionDays).catch((err: unknown) => app.log.warn({ err }, 'event pruning failed'));
+  const prune = setInterval(pruneEvents, 60 * 60 * 1000);
+  prune.unref();
+  const firstPrune = setTimeout(pruneEvents, 60_000);
+  firstPrune.unref();
+  app.addHook('onClose', async () => {
+    clearInterval(prune);
+    clearTimeout(firstPrune);
+  });
 
-  for (const schema of sharedSchemas) app.addSchema(schema);
-  app.setValidatorCompiler(createValidatorCompiler(sharedSchemas));
+  for (const schema of [...sharedSchemas, ...eventSchemas]) app.addSchema(schema);
+  app.setValidatorCompiler(createValidatorCompiler([...sharedSchemas, ...eventSchemas]));
   registerErrorHandling(app, config.bodyLimit);
 
   app.decorateRequest('auth', null);

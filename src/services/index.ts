@@ -10,6 +10,9 @@ import { createMessageService } from './messages.js';
 import { createOrderService } from './orders.js';
 import { MESSAGE_STATUSES } from '../schemas/messages.js';
 import { createPetService } from './pets.js';
+import { createEventService, EVENT_FILTERS } from './events.js';
+import { createWebhookService, type UrlCheck } from './webhooks.js';
+import { DELIVERY_STATUSES } from '../schemas/events.js';
 import { ORDER_STATUSES, PET_STATUSES } from '../schemas/index.js';
 
 export async function createServices(deps: {
@@ -18,6 +21,11 @@ export async function createServices(deps: {
   environment: Environment;
   /** Called after a message is queued (the app wakes its worker). */
   onMessageQueued?: () => void;
+  /** The registration-time webhook URL check (default: refuse nothing; the app passes the address policy). */
+  checkWebhookUrl?: UrlCheck;
+  webhookSecretOverlapSeconds?: number;
+  /** Called when a webhook delivery is due now (the app wakes its worker). */
+  onDeliveryDue?: () => void;
 }) {
   const { store, clock, environment } = deps;
   // Stored in the database so every instance (and restart) signs cursors alike.
@@ -27,6 +35,16 @@ export async function createServices(deps: {
     apiKeys: createApiKeyService({ store, clock, environment }),
     pets: createPetService({ store, clock, cursors: createCursorCodec(cursorSecret, PET_STATUSES) }),
     orders: createOrderService({ store, clock, cursors: createCursorCodec(cursorSecret, ORDER_STATUSES, 'orders') }),
+    events: createEventService({ store, cursors: createCursorCodec(cursorSecret, EVENT_FILTERS, 'events') }),
+    webhooks: createWebhookService({
+      store,
+      clock,
+      endpointCursors: createCursorCodec<string>(cursorSecret, [], 'webhook-endpoints'),
+      deliveryCursors: createCursorCodec(cursorSecret, DELIVERY_STATUSES, 'webhook-deliveries'),
+      checkUrl: deps.checkWebhookUrl ?? (() => undefined),
+      secretOverlapSeconds: deps.webhookSecretOverlapSeconds ?? 86_400,
+      ...(deps.onDeliveryDue ? { due: deps.onDeliveryDue } : {}),
+    }),
     messages: createMessageService({
       store,
       clock,

@@ -1,5 +1,6 @@
 // Times every store call for the store latency histogram. Methods are looked up at call
 // time, so the wrapper always delegates to the store's current behaviour.
+import type { EventType } from '../schemas/events.js';
 import type { ListPetsQuery, Store } from './types.js';
 
 /** Returns the recorder for one operation (bound once, so the hot path does no label lookup). */
@@ -34,6 +35,20 @@ const TIMED = [
   'retryJob',
   'failMessage',
   'messageQueueStats',
+  'listEvents',
+  'getEvent',
+  'pruneEvents',
+  'createWebhookEndpoint',
+  'getWebhookEndpoint',
+  'listWebhookEndpoints',
+  'updateWebhookEndpoint',
+  'deleteWebhookEndpoint',
+  'rotateWebhookSecret',
+  'listWebhookDeliveries',
+  'retryWebhookDelivery',
+  'claimWebhookDeliveries',
+  'recordWebhookAttempts',
+  'webhookStats',
   'ping',
 ] as const satisfies ReadonlyArray<keyof Store>;
 
@@ -69,3 +84,36 @@ export function instrumentStore(store: Store, observer: Observer): Store {
     ...(timed as Pick<Store, (typeof TIMED)[number]>),
   };
 }
+
+/**
+ * Tells `written` the kinds of the events each successful change wrote (the store writes them
+ * in the change's transaction; see the outbox in store/<backend>/events.ts): for the events
+ * metric, and to wake the webhook worker.
+ */
+export function observeEvents(store: Store, written: (types: readonly EventType[]) => void): Store {
+  return {
+    ...store,
+    createPet: (...args) =>
+      store.createPet(...args).then((pet) => {
+        written(PET_CREATED);
+        return pet;
+      }),
+    createPetWithIdempotencyKey: (...args) =>
+      store.createPetWithIdempotencyKey(...args).then((pet) => {
+        if (pet) written(PET_CREATED);
+        return pet;
+      }),
+    placeOrder: (...args) =>
+      store.placeOrder(...args).then((result) => {
+        if (result.outcome === 'placed') written(['order.placed', 'pet.status_changed']);
+        return result;
+      }),
+    moveOrder: (...args) =>
+      store.moveOrder(...args).then((result) => {
+        if (result.outcome === 'moved') written([result.order.status === 'delivered' ? 'order.delivered' : 'order.cancelled', 'pet.status_changed']);
+        return result;
+      }),
+  };
+}
+
+const PET_CREATED: readonly EventType[] = ['pet.created'];

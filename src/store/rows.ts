@@ -2,7 +2,9 @@
 // row reads the same way from SQLite and PostgreSQL.
 import type { Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
 import type { MessageStatus } from '../schemas/messages.js';
-import type { ApiKeyRecord, Job, StoredMessage } from './types.js';
+import { EVENT_TYPES } from '../schemas/events.js';
+import { randomUUID } from 'node:crypto';
+import type { ApiKeyRecord, ClaimedDelivery, Job, StoredDelivery, StoredEvent, StoredMessage, StoredWebhookEndpoint } from './types.js';
 
 export interface PetRow {
   id: number;
@@ -95,3 +97,139 @@ export interface JobRow {
 }
 
 export const toJob = (row: JobRow): Job => ({ id: row.id, kind: row.kind, accountId: row.account_id, ref: row.ref, attempts: row.attempts });
+
+export interface EventRow {
+  seq: number;
+  id: string;
+  type: StoredEvent['type'];
+  created_at: string;
+  data: string;
+}
+
+export const EVENT_COLUMNS = 'seq, id, type, created_at, data';
+
+export const toEvent = (row: EventRow): StoredEvent => ({ seq: row.seq, id: row.id, type: row.type, createdAt: row.created_at, data: row.data });
+
+export interface EndpointRow {
+  seq: number;
+  id: string;
+  url: string;
+  event_mask: number;
+  description: string | null;
+  disabled: number | boolean;
+  disabled_reason: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
+  created_at: string;
+}
+
+export const ENDPOINT_COLUMNS =
+  'seq, id, url, event_mask, description, disabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at';
+
+export const toEndpoint = (row: EndpointRow): StoredWebhookEndpoint => ({
+  seq: row.seq,
+  id: row.id,
+  url: row.url,
+  eventMask: row.event_mask,
+  description: row.description ?? undefined,
+  disabled: Boolean(row.disabled),
+  disabledReason: row.disabled_reason ?? undefined,
+  secret: row.secret,
+  previousSecret: row.previous_secret ?? undefined,
+  previousSecretExpiresAt: row.previous_secret_expires_at ?? undefined,
+  createdAt: row.created_at,
+});
+
+export interface DeliveryRow {
+  id: string;
+  event_seq: number;
+  event_id: string;
+  event_type: StoredEvent['type'];
+  status: StoredDelivery['status'];
+  attempts: number;
+  last_attempt_at: string | null;
+  last_response_status: number | null;
+  last_error: string | null;
+  next_attempt_at: number | null;
+}
+
+/** Columns of webhook_deliveries d joined with events e. */
+export const DELIVERY_COLUMNS =
+  'd.id, d.event_seq, e.id AS event_id, e.type AS event_type, d.status, d.attempts, d.last_attempt_at, d.last_response_status, d.last_error, d.next_attempt_at';
+
+export const toDelivery = (row: DeliveryRow): StoredDelivery => ({
+  id: row.id,
+  eventSeq: row.event_seq,
+  eventId: row.event_id,
+  eventType: row.event_type,
+  status: row.status,
+  attempts: row.attempts,
+  lastAttemptAt: row.last_attempt_at ?? undefined,
+  lastResponseStatus: row.last_response_status ?? undefined,
+  lastError: row.last_error ?? undefined,
+  nextAttemptAt: row.status === 'pending' && row.next_attempt_at !== null ? new Date(row.next_attempt_at).toISOString() : undefined,
+});
+
+export interface ClaimedRow {
+  job_id: number;
+  account_id: string;
+  endpoint_id: string;
+  event_seq: number;
+  attempts: number;
+  single_attempt: number | boolean;
+  url: string;
+  disabled: number | boolean;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
+  event_id: string;
+  event_type: StoredEvent['type'];
+  event_created_at: string;
+  event_data: string;
+}
+
+/** What a claim joins: the delivery d, its endpoint w, its event e, for job j. */
+export const CLAIMED_COLUMNS =
+  'j.id AS job_id, d.account_id, d.endpoint_id, d.event_seq, d.attempts, d.single_attempt, w.url, w.disabled, w.secret, ' +
+  'w.previous_secret, w.previous_secret_expires_at, e.id AS event_id, e.type AS event_type, e.created_at AS event_created_at, e.data AS event_data';
+
+export const toClaimed = (row: ClaimedRow): ClaimedDelivery => ({
+  jobId: row.job_id,
+  accountId: row.account_id,
+  endpointId: row.endpoint_id,
+  eventSeq: row.event_seq,
+  attempts: row.attempts,
+  singleAttempt: Boolean(row.single_attempt),
+  url: row.url,
+  disabled: Boolean(row.disabled),
+  secret: row.secret,
+  previousSecret: row.previous_secret ?? undefined,
+  previousSecretExpiresAt: row.previous_secret_expires_at ?? undefined,
+  event: { seq: row.event_seq, id: row.event_id, type: row.event_type, createdAt: row.event_created_at, data: row.event_data },
+});
+
+/** A new random id: `prefix` and 32 hex characters (122 random bits). */
+export const randomId = (prefix: string) => prefix + randomUUID().replaceAll('-', '');
+
+/** An event to write in the caller's transaction; `data` is its JSON text. */
+export interface NewEvent {
+  type: StoredEvent['type'];
+  data: string;
+}
+
+/** Bit of an event kind in event masks (webhook_endpoints.event_mask, type filters). */
+export const eventBit = (type: StoredEvent['type']) => 1 << EVENT_TYPES.indexOf(type);
+
+export const petCreatedEvent = (pet: Pet): NewEvent => ({ type: 'pet.created', data: JSON.stringify({ object: pet }) });
+export const petStatusChangedEvent = (pet: Pet, previousStatus: PetStatus): NewEvent => ({
+  type: 'pet.status_changed',
+  data: JSON.stringify({ object: pet, previousStatus }),
+});
+export const orderEvent = (order: Order): NewEvent => ({
+  type: order.status === 'placed' ? 'order.placed' : order.status === 'delivered' ? 'order.delivered' : 'order.cancelled',
+  data: JSON.stringify({ object: order }),
+});
+
+/** The kinds a mask selects. */
+export const typesOf = (mask: number) => EVENT_TYPES.filter((type) => (mask & eventBit(type)) !== 0);

@@ -2,7 +2,7 @@
 import cluster from 'node:cluster';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { AggregatorRegistry, Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { UnauthorizedError } from '../../errors.js';
 import type { Store } from '../../store/types.js';
 import { BoundHistogram, type HistogramSeries } from './histogram.js';
@@ -69,6 +69,29 @@ export function createMetrics() {
     messageRetries: new Counter({
       name: 'petstore_message_delivery_retries_total',
       help: 'Delivery attempts that failed and were scheduled again.',
+      registers: [registry],
+    }),
+    eventsWritten: new Counter({
+      name: 'petstore_events_written_total',
+      help: 'Events written to the event log by this process, by type.',
+      labelNames: ['type'] as const,
+      registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: 'petstore_webhook_attempts_total',
+      help: 'Webhook delivery attempts by outcome: succeeded, retried (failed, due again), failed (for good), gone (410: failed and the endpoint disabled), skipped (the endpoint was disabled).',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    webhookAttemptDuration: new Histogram({
+      name: 'petstore_webhook_attempt_duration_seconds',
+      help: 'Time from sending a webhook delivery to its response (or error).',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    webhookEndpointsDisabled: new Counter({
+      name: 'petstore_webhook_endpoints_disabled_total',
+      help: 'Webhook endpoints the service disabled because the receiver answered 410 Gone.',
       registers: [registry],
     }),
     rateLimiterErrors: new Counter({
@@ -199,6 +222,40 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: S
     async collect() {
       await readQueue();
       this.set(queue.oldestAgeSeconds);
+    },
+  });
+
+  const webhooks = { pending: 0, oldestAgeSeconds: 0 };
+  let webhooksRead: Promise<void> | undefined;
+  const readWebhooks = () =>
+    (webhooksRead ??= store
+      .webhookStats()
+      .then(
+        (stats) => {
+          webhooks.pending = stats.pending;
+          webhooks.oldestAgeSeconds = stats.oldestCreatedAt ? Math.max(0, (Date.now() - Date.parse(stats.oldestCreatedAt)) / 1000) : 0;
+        },
+        () => undefined,
+      )
+      .finally(() => (webhooksRead = undefined)));
+  new Gauge({
+    name: 'petstore_webhook_deliveries_pending',
+    help: 'Webhook deliveries not yet succeeded or failed (the whole store).',
+    registers: [metrics.registry],
+    aggregator: 'max',
+    async collect() {
+      await readWebhooks();
+      this.set(webhooks.pending);
+    },
+  });
+  new Gauge({
+    name: 'petstore_webhook_oldest_pending_age_seconds',
+    help: 'Age of the event of the oldest pending webhook delivery; 0 when none is pending.',
+    registers: [metrics.registry],
+    aggregator: 'max',
+    async collect() {
+      await readWebhooks();
+      this.set(webhooks.oldestAgeSeconds);
     },
   });
 

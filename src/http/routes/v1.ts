@@ -8,6 +8,8 @@ import { createAuthHook } from '../plugins/auth.js';
 import type { Metrics } from '../plugins/metrics.js';
 import { createRateLimitHook } from '../plugins/rate-limit.js';
 import { orderRoutes } from './orders.js';
+import { eventRoutes } from './events.js';
+import { webhookRoutes } from './webhooks.js';
 import { type PetWire, petRoutes } from './pets.js';
 
 export interface V1Options {
@@ -23,4 +25,6 @@ export const v1Routes: FastifyPluginAsyncTypebox<V1Options> = async (app, { serv
   app.addHook('onRequest', createRateLimitHook(rateLimiter, metrics));
   await app.register(petRoutes, { services, clock, wire });
   await app.register(orderRoutes, { services });
+  await app.register(eventRoutes, { services });
+  await app.register(webhookRoutes, { services });
 };

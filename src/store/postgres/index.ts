@@ -9,7 +9,10 @@ import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
 import { createPostgresOrders } from './orders.js';
 import { createPostgresMessages } from './messages.js';
-import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
+import { createPostgresEvents, createPostgresEventWriter, fanOutSql, randomIdSql } from './events.js';
+import { createPostgresWebhooks } from './webhooks.js';
+import { EVENT_TYPES } from '../../schemas/events.js';
+import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, petCreatedEvent, type PetRow, toKey, toPet } from '../rows.js';
 
 /** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
 export const MIGRATION_LOCK_KEY = 0x50455453;
@@ -94,7 +97,9 @@ async function appliedVersions(db: Queryable): Promise<Set<number>> {
   }
 }
 
-export function createPostgresStore(url: string, options: { poolMax: number }): Store {
+export function createPostgresStore(url: string, options: { poolMax: number; events?: boolean }): Store {
+  const events = options.events !== false;
+  const writeEvents = createPostgresEventWriter(events);
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolMax,
@@ -161,7 +166,43 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
   // once per pet, which would order that account's creates one commit after another. A batch
   // that fails on a pet's own fault (a constraint) is retried one pet per statement, so only
   // that caller gets the error.
-  const batchSql = `
+  // With events on, the same statement writes each pet's pet.created event (numbered from the
+  // account's event counter, taken in the same row update) and fans it out to webhook
+  // endpoints: the outbox costs no extra round trip. The event's JSON is built in SQL exactly
+  // as JSON.stringify builds it elsewhere (to_json escapes a name as JSON.stringify does for
+  // the characters names may hold).
+  const batchSql = events
+    ? `
+    WITH input AS (
+      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[])
+        WITH ORDINALITY AS t(account_id, name, category_id, status, created_at, ord)
+    ),
+    counts AS (SELECT account_id, count(*) AS n FROM input GROUP BY account_id),
+    next AS (
+      UPDATE accounts a SET last_pet_id = a.last_pet_id + c.n, last_event_seq = a.last_event_seq + c.n FROM counts c WHERE a.id = c.account_id
+      RETURNING a.id AS account_id, a.last_pet_id - c.n AS base, a.last_event_seq - c.n AS event_base
+    ),
+    numbered AS (
+      SELECT i.*, n.base + row_number() OVER (PARTITION BY i.account_id ORDER BY i.ord) AS id,
+             n.event_base + row_number() OVER (PARTITION BY i.account_id ORDER BY i.ord) AS event_seq
+      FROM input i JOIN next n ON n.account_id = i.account_id
+    ),
+    inserted AS (
+      INSERT INTO pets (account_id, id, name, category_id, status, created_at)
+      SELECT account_id, id, name, category_id, status, created_at FROM numbered
+      RETURNING 1
+    ),
+    ev AS (
+      INSERT INTO events (account_id, seq, id, type, created_at, data)
+      SELECT account_id, event_seq, ${randomIdSql('evt_')}, 'pet.created', created_at,
+        '{"object":{"id":' || id || ',"name":' || to_json(name)::text || ',"categoryId":' || category_id ||
+        COALESCE(',"status":"' || status || '"', '') || '}}'
+      FROM numbered
+      RETURNING account_id, seq, type, created_at
+    ),
+    ${fanOutSql('ev', '$6')}
+    SELECT account_id, base, (SELECT count(*) FROM inserted) AS inserted FROM next`
+    : `
     WITH input AS (
       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[])
         WITH ORDINALITY AS t(account_id, name, category_id, status, created_at, ord)
@@ -188,10 +229,16 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
   const queue: PendingPet[] = [];
   let inFlight: Promise<void> | undefined;
   const GROUP_COMMIT_MAX = 256;
+  /** One pet and its event in one transaction. */
+  const insertPet = (client: PoolClient, accountId: string, pet: NewPet, createdAt: string) =>
+    client.query<PetRow>(insertPetSql, [accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt]).then(async ({ rows }) => {
+      const created = toPet(rows[0]!);
+      await writeEvents(client, accountId, [petCreatedEvent(created)], createdAt);
+      return created;
+    });
   const insertOne = async (item: PendingPet) => {
     try {
-      const [row] = await query<PetRow>(insertPetSql, [item.accountId, item.pet.name, item.pet.categoryId, item.pet.status ?? null, item.createdAt]);
-      item.resolve(toPet(row!));
+      item.resolve(await transaction((client) => insertPet(client, item.accountId, item.pet, item.createdAt)));
     } catch (error) {
       item.reject(error);
     }
@@ -205,6 +252,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
         batch.map((b) => b.pet.categoryId),
         batch.map((b) => b.pet.status ?? null),
         batch.map((b) => b.createdAt),
+        ...(events ? [EVENT_TYPES] : []),
       ]);
     } catch (error) {
       // The database is away: every caller hears so. A pet's own fault (a constraint, a
@@ -240,8 +288,10 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
 
   return {
     kind: 'postgres',
-    ...createPostgresOrders({ query, transaction }),
-    ...createPostgresMessages({ query, transaction }),
+    ...createPostgresOrders({ query, transaction, writeEvents }),
+    ...createPostgresMessages({ query, transaction, writeEvents }),
+    ...createPostgresEvents({ query, transaction, writeEvents }),
+    ...createPostgresWebhooks({ query, transaction, writeEvents }),
 
     async migrate() {
       return guard(async () => {
@@ -423,14 +473,14 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
 
     async createPetWithIdempotencyKey(accountId, pet, createdAt, key) {
       return transaction(async (client) => {
-        const { rows } = await client.query<PetRow>(insertPetSql, [accountId, pet.name, pet.categoryId, pet.status ?? null, createdAt]);
+        const created = await insertPet(client, accountId, pet, createdAt);
         const done = await client.query(
           `UPDATE idempotency_keys SET pet_id = $1 WHERE account_id = $2 AND key = $3 AND ${KEY_IN_FLIGHT}`,
-          [rows[0]!.id, accountId, key],
+          [created.id, accountId, key],
         );
-        // Another request completed this key meanwhile: roll back our pet, never a duplicate.
+        // Another request completed this key meanwhile: roll back our pet (and its event), never a duplicate.
         if (done.rowCount !== 1) rollback(undefined);
-        return toPet(rows[0]!);
+        return created;
       });
     },
 

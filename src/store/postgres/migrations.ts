@@ -170,4 +170,66 @@ export const migrations: Migration[] = [
         CHECK ((pet_id IS NOT NULL)::int + (order_id IS NOT NULL)::int + (message_seq IS NOT NULL)::int <= 1);
     `,
   },
+  {
+    version: 6,
+    name: 'events and webhooks',
+    // The account's event log (the transactional outbox: each change writes its event in its own
+    // transaction), webhook endpoints, and one delivery per (endpoint, event), attempted through
+    // the same jobs table as messages (kind webhook.deliver, ref the event's seq, grp the
+    // endpoint: a process skips endpoints at their concurrency limit when it claims).
+    sql: `
+      ALTER TABLE accounts ADD COLUMN last_event_seq bigint NOT NULL DEFAULT 0;
+      ALTER TABLE accounts ADD COLUMN last_endpoint_seq bigint NOT NULL DEFAULT 0;
+
+      CREATE TABLE events (
+        account_id text COLLATE "C" NOT NULL REFERENCES accounts (id),
+        seq        bigint NOT NULL CHECK (seq >= 1),
+        id         text COLLATE "C" NOT NULL UNIQUE,
+        type       text NOT NULL,
+        created_at timestamptz NOT NULL,
+        data       text NOT NULL,
+        PRIMARY KEY (account_id, seq)
+      );
+      CREATE INDEX events_by_created ON events (created_at);
+
+      -- event_mask: bit i for EVENT_TYPES[i]; -1 for every kind, including kinds added later.
+      CREATE TABLE webhook_endpoints (
+        account_id                 text COLLATE "C" NOT NULL REFERENCES accounts (id),
+        seq                        bigint NOT NULL CHECK (seq >= 1),
+        id                         text COLLATE "C" NOT NULL UNIQUE,
+        url                        text NOT NULL,
+        event_mask                 integer NOT NULL,
+        description                text,
+        disabled                   boolean NOT NULL DEFAULT false,
+        disabled_reason            text,
+        secret                     text NOT NULL,
+        previous_secret            text,
+        previous_secret_expires_at bigint,
+        created_at                 timestamptz NOT NULL,
+        PRIMARY KEY (account_id, seq)
+      );
+
+      CREATE TABLE webhook_deliveries (
+        account_id           text COLLATE "C" NOT NULL,
+        endpoint_id          text COLLATE "C" NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+        event_seq            bigint NOT NULL,
+        id                   text COLLATE "C" NOT NULL UNIQUE,
+        status               text NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+        attempts             integer NOT NULL DEFAULT 0,
+        single_attempt       boolean NOT NULL DEFAULT false,
+        last_attempt_at      timestamptz,
+        last_response_status integer,
+        last_error           text,
+        next_attempt_at      bigint,
+        created_at           timestamptz NOT NULL,
+        PRIMARY KEY (endpoint_id, event_seq),
+        FOREIGN KEY (account_id, event_seq) REFERENCES events (account_id, seq) ON DELETE CASCADE
+      );
+      CREATE INDEX webhook_deliveries_by_status ON webhook_deliveries (endpoint_id, status, event_seq);
+      CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (created_at) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries (account_id, event_seq);
+
+      ALTER TABLE jobs ADD COLUMN grp text COLLATE "C";
+    `,
+  },
 ];

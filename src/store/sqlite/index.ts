@@ -7,11 +7,13 @@ import { StoreUnavailableError } from '../../errors.js';
 import type { NewPet, Pet } from '../../schemas/index.js';
 import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
-import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
+import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, type PetRow, petCreatedEvent, toKey, toPet } from '../rows.js';
 import { createChangeCheck } from './change-check.js';
 import { createReadCache, type ReadCache } from './read-cache.js';
-import { createSqliteOrders, IdempotencyRace } from './orders.js';
+import { createSqliteOrders, IdempotencyRace, type IdCounter } from './orders.js';
 import { createSqliteMessages } from './messages.js';
+import { createSqliteEvents, createSqliteEventWriter } from './events.js';
+import { createSqliteWebhooks } from './webhooks.js';
 
 
 /** Most createPet calls one group-commit transaction takes; the rest wait for the next one. */
@@ -71,6 +73,8 @@ export function sqlitePath(url: string): string {
 export interface SqliteStoreOptions {
   /** Cache pages and pets in memory, invalidated exactly (see read-cache.ts). Default true. */
   readCache?: boolean;
+  /** Write the event log (and webhook deliveries) with every change. Default true. */
+  events?: boolean;
 }
 
 export function createSqliteStore(url: string, options: SqliteStoreOptions = {}): Store {
@@ -136,12 +140,14 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
   // under the write lock of the batch's transaction), in the order the calls were made. A pet
   // that then fails leaves a gap; the counter never goes back, so an id is never handed out
   // twice. An unknown account has no counter: its pets get ids from 1 and fail on the foreign key.
-  const nextIds = (counter: 'last_pet_id' | 'last_order_id' | 'last_message_seq', accountId: string, count: number): number => {
+  const nextIds = (counter: IdCounter, accountId: string, count: number): number => {
     const row = stmt<[number, string], { last: number }>(
       `UPDATE accounts SET ${counter} = ${counter} + ? WHERE id = ? RETURNING ${counter} AS last`,
     ).get(count, accountId);
     return row ? row.last - count + 1 : 1;
   };
+  const writeEvents = createSqliteEventWriter({ stmt, nextIds }, options.events !== false);
+  const context = { db, stmt, cache, nextIds, writeEvents };
 
   // Group commit for createPet: calls made while a batch is pending join it, and the batch
   // is written by one BEGIN IMMEDIATE … COMMIT, so one WAL fsync (synchronous=FULL) makes all
@@ -159,7 +165,10 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     stmt<unknown[], never>(insertSql(chunk.length)).run(values);
     // No RETURNING (it costs a quarter of the insert): the columns are TEXT and INTEGER and
     // the values validated, so the pet is what a SELECT would return.
-    return chunk.map(({ pet }, i) => toPet({ id: ids[offset + i]!, name: pet.name, category_id: pet.categoryId, status: pet.status ?? null }));
+    const pets = chunk.map(({ pet }, i) => toPet({ id: ids[offset + i]!, name: pet.name, category_id: pet.categoryId, status: pet.status ?? null }));
+    // In the chunk's savepoint: a pet rolled back takes its event with it.
+    chunk.forEach(({ accountId, createdAt }, i) => writeEvents(accountId, [petCreatedEvent(pets[i]!)], createdAt));
+    return pets;
   });
   /** Inserts `chunk` (ids from `ids[offset]` on) in a savepoint; on failure, one pet per savepoint. */
   const insertChunkOrEach = (chunk: PendingPet[], ids: number[], offset: number, results: Inserted[]) => {
@@ -230,8 +239,10 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
 
   const store: Store = {
     kind: 'sqlite',
-    ...createSqliteOrders({ db, stmt, cache, nextIds }),
-    ...createSqliteMessages({ db, stmt, cache, nextIds }),
+    ...createSqliteOrders(context),
+    ...createSqliteMessages(context),
+    ...createSqliteEvents(context),
+    ...createSqliteWebhooks(context),
 
     async migrate() {
       const applied: number[] = [];
@@ -394,7 +405,9 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
           ).run(row.id, accountId, key);
           // Another request completed this key meanwhile: roll back our pet, never a duplicate.
           if (done.changes !== 1) throw new IdempotencyRace();
-          return toPet(row);
+          const created = toPet(row);
+          writeEvents(accountId, [petCreatedEvent(created)], createdAt);
+          return created;
         }).immediate();
       } catch (err) {
         if (err instanceof IdempotencyRace) return undefined;

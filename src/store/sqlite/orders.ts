@@ -3,9 +3,10 @@
 // cache hears about the pet's new status before any caller does.
 import type Database from 'better-sqlite3';
 import type { PetStatus } from '../../schemas/index.js';
-import { KEY_IN_FLIGHT, ORDER_COLUMNS, type OrderRow, toOrder } from '../rows.js';
+import { KEY_IN_FLIGHT, ORDER_COLUMNS, type OrderRow, orderEvent, type PetRow, petStatusChangedEvent, toOrder, toPet } from '../rows.js';
 import type { ListOrdersQuery, MoveOrderResult, OrderRepository, PlaceOrderResult } from '../types.js';
 import type { ReadCache } from './read-cache.js';
+import type { SqliteEventWriter } from './events.js';
 
 export interface SqliteContext {
   db: Database.Database;
@@ -13,20 +14,29 @@ export interface SqliteContext {
   stmt<P extends unknown[], R>(sql: string): Database.Statement<P, R>;
   cache: ReadCache | undefined;
   /** The first of `count` new ids from the account's counter (inside the caller's transaction). */
-  nextIds(counter: 'last_pet_id' | 'last_order_id' | 'last_message_seq', accountId: string, count: number): number;
+  nextIds(counter: IdCounter, accountId: string, count: number): number;
+  /** Writes events in the caller's transaction (the outbox; see events.ts). */
+  writeEvents: SqliteEventWriter;
 }
 
-export function createSqliteOrders({ db, stmt, cache, nextIds }: SqliteContext): OrderRepository {
+export type IdCounter = 'last_pet_id' | 'last_order_id' | 'last_message_seq' | 'last_event_seq' | 'last_endpoint_seq';
+
+export function createSqliteOrders({ db, stmt, cache, nextIds, writeEvents }: SqliteContext): OrderRepository {
   const orderById = (accountId: string, id: number) =>
     stmt<[string, number], OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE account_id = ? AND id = ?`).get(accountId, id);
-  const setPetStatus = (accountId: string, petId: number, status: PetStatus) =>
-    stmt<[string, string, number], unknown>('UPDATE pets SET status = ? WHERE account_id = ? AND id = ?').run(status, accountId, petId);
+  /** The pet's status becomes `to` if it is `from`; the pet after the change, or undefined. */
+  const setPetStatus = (accountId: string, petId: number, from: PetStatus, to: PetStatus) => {
+    const row = stmt<[string, string, number, string], PetRow>(
+      'UPDATE pets SET status = ? WHERE account_id = ? AND id = ? AND status = ? RETURNING id, name, category_id, status',
+    ).get(to, accountId, petId, from);
+    return row && toPet(row);
+  };
 
   const place = db.transaction((accountId: string, petId: number, createdAt: string, key: string | undefined): PlaceOrderResult => {
     const pet = stmt<[string, number], { status: PetStatus | null }>('SELECT status FROM pets WHERE account_id = ? AND id = ?').get(accountId, petId);
     if (!pet) return { outcome: 'pet_not_found' };
     if (pet.status !== 'available') return { outcome: 'pet_not_available', petStatus: pet.status ?? undefined };
-    setPetStatus(accountId, petId, 'pending');
+    const changed = setPetStatus(accountId, petId, 'available', 'pending')!;
     const row = stmt<unknown[], OrderRow>(
       `INSERT INTO orders (account_id, id, pet_id, status, created_at, updated_at) VALUES (?, ?, ?, 'placed', ?, ?) RETURNING ${ORDER_COLUMNS}`,
     ).get(accountId, nextIds('last_order_id', accountId, 1), petId, createdAt, createdAt)!;
@@ -37,7 +47,10 @@ export function createSqliteOrders({ db, stmt, cache, nextIds }: SqliteContext):
       // Another request completed this key meanwhile: undo ours, never a duplicate.
       if (done.changes !== 1) throw new IdempotencyRace();
     }
-    return { outcome: 'placed', order: toOrder(row) };
+    const order = toOrder(row);
+    // The cause, then its effect on the pet.
+    writeEvents(accountId, [orderEvent(order), petStatusChangedEvent(changed, 'available')], createdAt);
+    return { outcome: 'placed', order };
   });
 
   const move = db.transaction((accountId: string, id: number, m: Parameters<OrderRepository['moveOrder']>[2], updatedAt: string): MoveOrderResult => {
@@ -47,11 +60,12 @@ export function createSqliteOrders({ db, stmt, cache, nextIds }: SqliteContext):
     const row = stmt<[string, string, string, number], OrderRow>(
       `UPDATE orders SET status = ?, updated_at = ? WHERE account_id = ? AND id = ? RETURNING ${ORDER_COLUMNS}`,
     ).get(m.to, updatedAt, accountId, id)!;
-    const pet = stmt<[string, string, number, string], unknown>('UPDATE pets SET status = ? WHERE account_id = ? AND id = ? AND status = ?')
-      .run(m.petTo, accountId, current.pet_id, m.petFrom);
+    const pet = setPetStatus(accountId, current.pet_id, m.petFrom, m.petTo);
     // Only orders move a pet out of pending, so this holds; if not, change nothing.
-    if (pet.changes !== 1) throw new Error(`order ${accountId}/${id}: pet ${current.pet_id} is not ${m.petFrom}`);
-    return { outcome: 'moved', order: toOrder(row) };
+    if (!pet) throw new Error(`order ${accountId}/${id}: pet ${current.pet_id} is not ${m.petFrom}`);
+    const order = toOrder(row);
+    writeEvents(accountId, [orderEvent(order), petStatusChangedEvent(pet, m.petFrom)], updatedAt);
+    return { outcome: 'moved', order };
   });
 
   return {

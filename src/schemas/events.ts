@@ -1,0 +1,254 @@
+// Events and webhook endpoints (experimental): the event log (GET /v1/events) and the signed
+// deliveries that push the same events (Standard Webhooks). One schema per shape, as elsewhere.
+import Type, { type Static } from 'typebox';
+import { Id, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PetStatus, ref, TEXT_PATTERN, Timestamp } from './index.js';
+
+export const EVENT_TYPES = ['pet.created', 'pet.status_changed', 'order.placed', 'order.delivered', 'order.cancelled'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const EventType = Type.Enum(EVENT_TYPES, {
+  $id: 'EventType',
+  type: 'string',
+  description:
+    '`pet.created`: a pet was added (`data.object` is the Pet). `pet.status_changed`: a pet\'s status changed (`data.object` ' +
+    'is the Pet after the change, `data.previousStatus` its status before). `order.placed`, `order.delivered`, ' +
+    '`order.cancelled`: an order was placed or moved (`data.object` is the Order after the change).',
+});
+
+const EVENT_ID_EXAMPLE = 'evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f';
+
+const eventFields = (type: EventType, description: string, data: ReturnType<typeof Type.Object>) =>
+  Type.Object(
+    {
+      id: Type.String({
+        description: 'Opaque, unique identifier: `evt_` and 32 random hex characters. Also the `webhook-id` of every delivery of this event.',
+        examples: [EVENT_ID_EXAMPLE],
+      }),
+      type: Type.Literal(type, { description: 'What happened.' }),
+      createdAt: Timestamp('When the change was committed.'),
+      sequence: Type.Integer({
+        format: 'int64',
+        minimum: 1,
+        description:
+          'Position in your account\'s event log: ascending in commit order, from 1. Deliveries can arrive out of order (retries ' +
+          'overtake); keep the highest sequence you processed per object to drop stale ones, and resume `GET /events?after=` from it.',
+      }),
+      data,
+    },
+    { $id: eventSchemaId(type), additionalProperties: false, description },
+  );
+
+function eventSchemaId(type: EventType): string {
+  return `${type.split(/[._]/).map((part) => part[0]!.toUpperCase() + part.slice(1)).join('')}Event`;
+}
+
+const objectData = (object: 'Pet' | 'Order') =>
+  Type.Object(
+    { object: Type.Unsafe({ $ref: `${object}#`, description: `The ${object.toLowerCase()} as the API returns it after the change.` }) },
+    { additionalProperties: false },
+  );
+
+export const PetCreatedEvent = eventFields('pet.created', 'A pet was created. `data.object` is the new Pet.', objectData('Pet'));
+export const PetStatusChangedEvent = eventFields(
+  'pet.status_changed',
+  'A pet\'s status changed (placing, delivering or cancelling an order). `data.object` is the Pet after the change.',
+  Type.Object(
+    {
+      object: Type.Unsafe({ $ref: 'Pet#', description: 'The pet as the API returns it after the change.' }),
+      previousStatus: ref(PetStatus),
+    },
+    { additionalProperties: false },
+  ),
+);
+export const OrderPlacedEvent = eventFields('order.placed', 'An order was placed (its pet became `pending`). `data.object` is the Order.', objectData('Order'));
+export const OrderDeliveredEvent = eventFields('order.delivered', 'An order was delivered (its pet became `sold`). `data.object` is the Order.', objectData('Order'));
+export const OrderCancelledEvent = eventFields('order.cancelled', 'An order was cancelled (its pet became `available`). `data.object` is the Order.', objectData('Order'));
+
+export const EVENT_SCHEMAS = [PetCreatedEvent, PetStatusChangedEvent, OrderPlacedEvent, OrderDeliveredEvent, OrderCancelledEvent] as const;
+
+export const Event = Type.Union(EVENT_SCHEMAS.map((schema) => ref(schema)), {
+  $id: 'Event',
+  description:
+    'Something that happened in your account, written in the same transaction as the change itself: no change without its ' +
+    'event, no event without its change. `type` tells which shape `data` has. The body of every webhook delivery is an Event.',
+});
+export type Event = Static<typeof PetCreatedEvent> | Static<typeof PetStatusChangedEvent> | Static<typeof OrderPlacedEvent> | Static<typeof OrderDeliveredEvent> | Static<typeof OrderCancelledEvent>;
+
+export const Events = Type.Array(ref(Event), { $id: 'Events', description: 'A page of events, oldest first (ascending `sequence`).' });
+
+export const EventIdParams = Type.Object(
+  { eventId: Type.String({ minLength: 1, maxLength: 64, description: 'The event id (`evt_…`).' }) },
+  { additionalProperties: false },
+);
+
+export const ListEventsQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT, description: 'Maximum number of events to return.' })),
+    type: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: `Only events of these kinds: one kind or a comma-separated list (${EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}).`,
+        examples: ['order.placed,order.delivered'],
+      }),
+    ),
+    after: Type.Optional(
+      Type.Integer({
+        format: 'int64',
+        minimum: 0,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'Only events with a greater `sequence`: the last one you processed, to resume from there. Not together with `cursor`.',
+      }),
+    ),
+    cursor: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. Do not build or edit it.' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ListEventsQuery = Static<typeof ListEventsQuery>;
+
+// ---- webhook endpoints ----
+
+export const WEBHOOK_URL_MAX_LENGTH = 2048;
+export const WEBHOOK_DESCRIPTION_MAX_LENGTH = 500;
+export const WEBHOOK_ENDPOINTS_MAX = 16;
+
+const EventTypes = (description: string) =>
+  Type.Array(ref(EventType), { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true, description });
+
+const url = Type.String({
+  minLength: 1,
+  maxLength: WEBHOOK_URL_MAX_LENGTH,
+  description:
+    'Where deliveries are POSTed: an absolute `https` URL of at most 2048 characters, on a public address. Loopback, private, ' +
+    'link-local and other internal addresses are refused, at registration and again when connecting (`invalid_webhook_url`).',
+  examples: ['https://hooks.example.com/petstore'],
+});
+const description = Type.String({
+  minLength: 1,
+  maxLength: WEBHOOK_DESCRIPTION_MAX_LENGTH,
+  pattern: TEXT_PATTERN,
+  description: `What the endpoint is for (1 to ${WEBHOOK_DESCRIPTION_MAX_LENGTH} characters), for your own records.`,
+  examples: ['Warehouse sync'],
+});
+
+export const NewWebhookEndpoint = Type.Object(
+  {
+    url,
+    eventTypes: Type.Optional(EventTypes('The kinds to deliver. Absent: all kinds, including kinds added later.')),
+    description: Type.Optional(description),
+  },
+  { $id: 'NewWebhookEndpoint', additionalProperties: false, description: 'An endpoint to register. Unknown fields are rejected with 400 `invalid_request`.' },
+);
+export type NewWebhookEndpoint = Static<typeof NewWebhookEndpoint>;
+
+export const WebhookEndpointUpdate = Type.Object(
+  {
+    url: Type.Optional(url),
+    eventTypes: Type.Optional(Type.Union([EventTypes('The kinds to deliver.'), Type.Null()], { description: 'The kinds to deliver; `null`: all kinds.' })),
+    description: Type.Optional(Type.Union([description, Type.Null()], { description: 'What the endpoint is for; `null` removes it.' })),
+    disabled: Type.Optional(Type.Boolean({ description: '`true` stops deliveries (events meanwhile are not delivered to it); `false` resumes them.' })),
+  },
+  {
+    $id: 'WebhookEndpointUpdate',
+    additionalProperties: false,
+    minProperties: 1,
+    description: 'The fields to change; the others stay as they are. At least one field. Unknown fields are rejected with 400 `invalid_request`.',
+  },
+);
+export type WebhookEndpointUpdate = Static<typeof WebhookEndpointUpdate>;
+
+const endpointId = Type.String({ description: 'Opaque identifier: `we_` and 24 random characters.', examples: ['we_4fQm2LzT8rVb1nXc6JyK0pHd'] });
+
+export const WebhookEndpoint = Type.Object(
+  {
+    id: endpointId,
+    url: Type.String({ description: 'Where deliveries are POSTed.' }),
+    eventTypes: Type.Array(ref(EventType), { description: 'The kinds delivered to it.' }),
+    allEventTypes: Type.Boolean({ description: '`true` when registered without `eventTypes`: every kind, including kinds added later.' }),
+    description: Type.Optional(Type.String({ description: 'What the endpoint is for; absent when none was given.' })),
+    disabled: Type.Boolean({ description: '`true`: nothing is delivered to it (set by you, or by the service when the receiver answered 410 Gone).' }),
+    disabledReason: Type.Optional(Type.String({ description: 'Why the service disabled it; absent when enabled or disabled by you.' })),
+    createdAt: Timestamp('When it was registered.'),
+  },
+  { $id: 'WebhookEndpoint', additionalProperties: false, description: 'Where events are delivered. The signing secret is shown only when created or rotated.' },
+);
+export type WebhookEndpoint = Static<typeof WebhookEndpoint>;
+
+const secret = Type.String({
+  description:
+    'The signing secret: `whsec_` and the base64 of 32 random bytes. Shown only in this answer: store it now. Verify each ' +
+    'delivery\'s `webhook-signature` with it (Standard Webhooks).',
+  examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3xRhQ0k5Dj0='],
+});
+
+export const CreatedWebhookEndpoint = Type.Object(
+  { ...WebhookEndpoint.properties, secret },
+  { $id: 'CreatedWebhookEndpoint', additionalProperties: false, description: 'The new endpoint, with its signing secret (shown only now).' },
+);
+
+export const WebhookEndpoints = Type.Array(ref(WebhookEndpoint), { $id: 'WebhookEndpoints', description: 'A page of webhook endpoints, oldest first.' });
+
+export const RotatedSecret = Type.Object(
+  {
+    secret,
+    previousSecretExpiresAt: Timestamp('Until then deliveries are signed with the previous secret too (two signatures), so receivers can switch without missing one.'),
+  },
+  { $id: 'RotatedSecret', additionalProperties: false, description: 'The new signing secret (shown only now).' },
+);
+
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export const DeliveryStatus = Type.Enum(DELIVERY_STATUSES, {
+  $id: 'WebhookDeliveryStatus',
+  type: 'string',
+  description: '`pending`: not delivered yet (more attempts to come); `succeeded`: a 2xx was received; `failed`: the retry schedule ran out, the receiver answered 410, or the endpoint was disabled.',
+});
+
+export const WebhookDelivery = Type.Object(
+  {
+    id: Type.String({ description: 'Opaque identifier: `whd_` and 32 random hex characters.', examples: ['whd_9b1deb4d3b7d4bad9bdd2b0d7b3dcb6d'] }),
+    eventId: Type.String({ description: 'The event delivered (its `webhook-id`).', examples: [EVENT_ID_EXAMPLE] }),
+    eventType: ref(EventType),
+    status: ref(DeliveryStatus),
+    attempts: Type.Integer({ minimum: 0, description: 'Attempts made so far.' }),
+    lastAttemptAt: Type.Optional(Timestamp('When the last attempt was made; absent before the first.')),
+    lastResponseStatus: Type.Optional(Type.Integer({ description: 'The HTTP status of the last attempt; absent before the first, or when it got no answer (connection error, timeout).' })),
+    lastError: Type.Optional(Type.String({ description: 'Why the last attempt got no answer (refused connection, timeout, address refused by policy). The receiver\'s response body is never stored.' })),
+    nextAttemptAt: Type.Optional(Timestamp('When the next attempt is due; present only while `pending`.')),
+  },
+  { $id: 'WebhookDelivery', additionalProperties: false, description: 'One event to one endpoint, with its attempts.' },
+);
+export type WebhookDelivery = Static<typeof WebhookDelivery>;
+
+export const WebhookDeliveries = Type.Array(ref(WebhookDelivery), { $id: 'WebhookDeliveries', description: 'A page of deliveries, oldest event first.' });
+
+export const EndpointIdParams = Type.Object(
+  { endpointId: Type.String({ minLength: 1, maxLength: 64, description: 'The endpoint id (`we_…`).' }) },
+  { additionalProperties: false },
+);
+export const DeliveryIdParams = Type.Object(
+  {
+    endpointId: Type.String({ minLength: 1, maxLength: 64, description: 'The endpoint id (`we_…`).' }),
+    deliveryId: Type.String({ minLength: 1, maxLength: 64, description: 'The delivery id (`whd_…`).' }),
+  },
+  { additionalProperties: false },
+);
+
+export const eventSchemas = [
+  EventType,
+  ...EVENT_SCHEMAS,
+  Event,
+  Events,
+  NewWebhookEndpoint,
+  WebhookEndpointUpdate,
+  WebhookEndpoint,
+  CreatedWebhookEndpoint,
+  WebhookEndpoints,
+  RotatedSecret,
+  DeliveryStatus,
+  WebhookDelivery,
+  WebhookDeliveries,
+];

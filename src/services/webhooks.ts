@@ -1,0 +1,143 @@
+// Webhook endpoints and their deliveries: registration (URL policy, the 16-endpoint limit, the
+// secret shown once), changes, secret rotation with an overlap, and delivery listing and retry.
+// Attempts themselves are made by webhook-worker.ts.
+import type { Clock } from '../clock.js';
+import { InvalidWebhookUrlError, NotFoundError, WebhookEndpointDisabledError, WebhookEndpointLimitError } from '../errors.js';
+import {
+  type DeliveryStatus,
+  EVENT_TYPES,
+  type EventType,
+  type NewWebhookEndpoint,
+  WEBHOOK_ENDPOINTS_MAX,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+  type WebhookEndpointUpdate,
+} from '../schemas/events.js';
+import { eventBit, typesOf } from '../store/rows.js';
+import { randomBase62 } from './ids.js';
+import type { Store, StoredDelivery, StoredWebhookEndpoint, WebhookEndpointPatch } from '../store/types.js';
+import { newWebhookSecret } from '../webhooks/signing.js';
+import { type CursorCodec, pageBounds, pageOf, type PageRequest } from './cursor.js';
+
+/** Every kind, including kinds added later. */
+export const ALL_EVENTS_MASK = -1;
+
+/** The registration-time URL check: undefined when acceptable, else why not (and how to fix it). */
+export type UrlCheck = (url: string) => string | undefined;
+
+export const maskOf = (types: readonly EventType[] | null | undefined) =>
+  types == null ? ALL_EVENTS_MASK : types.reduce((mask, type) => mask | eventBit(type), 0);
+
+export function publicEndpoint(e: StoredWebhookEndpoint): WebhookEndpoint {
+  const endpoint: WebhookEndpoint = {
+    id: e.id,
+    url: e.url,
+    eventTypes: e.eventMask === ALL_EVENTS_MASK ? [...EVENT_TYPES] : typesOf(e.eventMask),
+    allEventTypes: e.eventMask === ALL_EVENTS_MASK,
+    disabled: e.disabled,
+    createdAt: e.createdAt,
+  };
+  if (e.description !== undefined) endpoint.description = e.description;
+  if (e.disabledReason !== undefined) endpoint.disabledReason = e.disabledReason;
+  return endpoint;
+}
+
+export function publicDelivery(d: StoredDelivery): WebhookDelivery {
+  const delivery: WebhookDelivery = { id: d.id, eventId: d.eventId, eventType: d.eventType, status: d.status, attempts: d.attempts };
+  if (d.lastAttemptAt !== undefined) delivery.lastAttemptAt = d.lastAttemptAt;
+  if (d.lastResponseStatus !== undefined) delivery.lastResponseStatus = d.lastResponseStatus;
+  if (d.lastError !== undefined) delivery.lastError = d.lastError;
+  if (d.nextAttemptAt !== undefined) delivery.nextAttemptAt = d.nextAttemptAt;
+  return delivery;
+}
+
+export function createWebhookService(deps: {
+  store: Store;
+  clock: Clock;
+  endpointCursors: CursorCodec<string>;
+  deliveryCursors: CursorCodec<DeliveryStatus>;
+  checkUrl: UrlCheck;
+  secretOverlapSeconds: number;
+  /** Called when a delivery is due now (the app wakes its worker). */
+  due?: () => void;
+}) {
+  const { store, clock, endpointCursors, deliveryCursors, checkUrl } = deps;
+  const now = () => new Date(clock.now()).toISOString();
+  const notFound = (id: string) => new NotFoundError(`No webhook endpoint with id ${id}. List yours with GET /v1/webhook-endpoints.`);
+  const checked = (url: string) => {
+    const reason = checkUrl(url);
+    if (reason !== undefined) throw new InvalidWebhookUrlError(reason);
+    return url;
+  };
+  const endpointOf = async (accountId: string, id: string) => {
+    const endpoint = await store.getWebhookEndpoint(accountId, id);
+    if (!endpoint) throw notFound(id);
+    return endpoint;
+  };
+
+  return {
+    async create(accountId: string, input: NewWebhookEndpoint): Promise<WebhookEndpoint & { secret: string }> {
+      const secret = newWebhookSecret();
+      const created = await store.createWebhookEndpoint(
+        accountId,
+        { id: `we_${randomBase62(24)}`, url: checked(input.url), eventMask: maskOf(input.eventTypes), description: input.description, secret, createdAt: now() },
+        WEBHOOK_ENDPOINTS_MAX,
+      );
+      if (!created) throw new WebhookEndpointLimitError(WEBHOOK_ENDPOINTS_MAX);
+      return { ...publicEndpoint(created), secret };
+    },
+
+    async get(accountId: string, id: string): Promise<WebhookEndpoint> {
+      return publicEndpoint(await endpointOf(accountId, id));
+    },
+
+    async list(accountId: string, page: { limit: number; cursor?: string | undefined }) {
+      const request = { limit: page.limit, status: undefined, cursor: page.cursor };
+      const { afterId, limit } = pageBounds(endpointCursors, accountId, request);
+      const rows = await store.listWebhookEndpoints({ accountId, limit, afterSeq: afterId });
+      const { items, nextCursor } = pageOf(endpointCursors, accountId, request, rows, (e) => e.seq);
+      return { endpoints: items.map(publicEndpoint), nextCursor };
+    },
+
+    async update(accountId: string, id: string, update: WebhookEndpointUpdate): Promise<WebhookEndpoint> {
+      const patch: WebhookEndpointPatch = {};
+      if (update.url !== undefined) patch.url = checked(update.url);
+      if (update.eventTypes !== undefined) patch.eventMask = maskOf(update.eventTypes);
+      if (update.description !== undefined) patch.description = update.description;
+      if (update.disabled !== undefined) patch.disabled = update.disabled;
+      const updated = await store.updateWebhookEndpoint(accountId, id, patch);
+      if (!updated) throw notFound(id);
+      return publicEndpoint(updated);
+    },
+
+    async remove(accountId: string, id: string): Promise<void> {
+      if (!(await store.deleteWebhookEndpoint(accountId, id))) throw notFound(id);
+    },
+
+    async rotateSecret(accountId: string, id: string): Promise<{ secret: string; previousSecretExpiresAt: string }> {
+      const secret = newWebhookSecret();
+      const expires = clock.now() + deps.secretOverlapSeconds * 1000;
+      if (!(await store.rotateWebhookSecret(accountId, id, secret, expires))) throw notFound(id);
+      return { secret, previousSecretExpiresAt: new Date(expires).toISOString() };
+    },
+
+    async deliveries(accountId: string, endpointId: string, page: PageRequest<DeliveryStatus>) {
+      await endpointOf(accountId, endpointId);
+      const { afterId, limit } = pageBounds(deliveryCursors, accountId, page);
+      const rows = await store.listWebhookDeliveries({ accountId, endpointId, limit, status: page.status, afterSeq: afterId });
+      const { items, nextCursor } = pageOf(deliveryCursors, accountId, page, rows, (d) => d.eventSeq);
+      return { deliveries: items.map(publicDelivery), nextCursor };
+    },
+
+    async retryDelivery(accountId: string, endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
+      const endpoint = await endpointOf(accountId, endpointId);
+      if (endpoint.disabled) throw new WebhookEndpointDisabledError(endpointId);
+      const delivery = await store.retryWebhookDelivery(accountId, endpointId, deliveryId, clock.now());
+      if (!delivery) throw new NotFoundError(`No delivery with id ${deliveryId} for endpoint ${endpointId}. List them with GET /v1/webhook-endpoints/${endpointId}/deliveries.`);
+      deps.due?.();
+      return publicDelivery(delivery);
+    },
+  };
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>;

@@ -1,0 +1,209 @@
+// Webhook endpoints and deliveries on PostgreSQL. Deliveries are attempted through the jobs
+// table (kind webhook.deliver), taken with FOR UPDATE SKIP LOCKED and leased like message jobs;
+// an attempt's outcome and its job's removal or rescheduling commit together, guarded by
+// status = 'pending', so a delivery finishes once whichever instance tries.
+import {
+  CLAIMED_COLUMNS,
+  type ClaimedRow,
+  DELIVERY_COLUMNS,
+  type DeliveryRow,
+  ENDPOINT_COLUMNS,
+  type EndpointRow,
+  toClaimed,
+  toDelivery,
+  toEndpoint,
+} from '../rows.js';
+import type { WebhookRepository } from '../types.js';
+import type { PostgresContext } from './orders.js';
+
+const DELIVERY_FROM = 'webhook_deliveries d JOIN events e ON e.account_id = d.account_id AND e.seq = d.event_seq';
+
+export function createPostgresWebhooks({ query, transaction }: PostgresContext): WebhookRepository {
+  return {
+    createWebhookEndpoint(accountId, e, max) {
+      return transaction(async (client) => {
+        // The account's row lock serializes its creates, so the limit holds under concurrency.
+        const { rows: counter } = await client.query<{ seq: number }>(
+          'UPDATE accounts SET last_endpoint_seq = last_endpoint_seq + 1 WHERE id = $1 RETURNING last_endpoint_seq AS seq',
+          [accountId],
+        );
+        const { rows: count } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_endpoints WHERE account_id = $1', [accountId]);
+        if (!counter[0] || count[0]!.n >= max) return undefined;
+        const { rows } = await client.query<EndpointRow>(
+          `INSERT INTO webhook_endpoints (account_id, seq, id, url, event_mask, description, secret, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${ENDPOINT_COLUMNS}`,
+          [accountId, counter[0].seq, e.id, e.url, e.eventMask, e.description ?? null, e.secret, e.createdAt],
+        );
+        return toEndpoint(rows[0]!);
+      });
+    },
+
+    async getWebhookEndpoint(accountId, id) {
+      const [row] = await query<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND account_id = $2`, [id, accountId]);
+      return row && toEndpoint(row);
+    },
+
+    async listWebhookEndpoints({ accountId, limit, afterSeq = 0 }) {
+      const rows = await query<EndpointRow>(
+        `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE account_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+        [accountId, Math.floor(afterSeq), limit],
+      );
+      return rows.map(toEndpoint);
+    },
+
+    async updateWebhookEndpoint(accountId, id, patch) {
+      const sets: string[] = [];
+      const values: unknown[] = [id, accountId];
+      const set = (column: string, value: unknown) => {
+        values.push(value);
+        sets.push(`${column} = $${values.length}`);
+      };
+      if (patch.url !== undefined) set('url', patch.url);
+      if (patch.eventMask !== undefined) set('event_mask', patch.eventMask);
+      if (patch.description !== undefined) set('description', patch.description);
+      if (patch.disabled !== undefined) {
+        set('disabled', patch.disabled);
+        // Whoever sets `disabled` decides: the service's reason (a 410) no longer applies.
+        sets.push('disabled_reason = NULL');
+      }
+      const [row] =
+        sets.length === 0
+          ? await query<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND account_id = $2`, values)
+          : await query<EndpointRow>(`UPDATE webhook_endpoints SET ${sets.join(', ')} WHERE id = $1 AND account_id = $2 RETURNING ${ENDPOINT_COLUMNS}`, values);
+      return row && toEndpoint(row);
+    },
+
+    async deleteWebhookEndpoint(accountId, id) {
+      const [row] = await query<{ n: number }>(
+        `WITH gone AS (DELETE FROM webhook_endpoints WHERE id = $1 AND account_id = $2 RETURNING id),
+              jobs_gone AS (DELETE FROM jobs WHERE kind = 'webhook.deliver' AND account_id = $2 AND grp IN (SELECT id FROM gone))
+         SELECT count(*)::int AS n FROM gone`,
+        [id, accountId],
+      );
+      return row!.n === 1;
+    },
+
+    async rotateWebhookSecret(accountId, id, secret, previousExpiresAt) {
+      const [row] = await query<EndpointRow>(
+        `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = $1, secret = $2
+         WHERE id = $3 AND account_id = $4 RETURNING ${ENDPOINT_COLUMNS}`,
+        [previousExpiresAt, secret, id, accountId],
+      );
+      return row && toEndpoint(row);
+    },
+
+    async listWebhookDeliveries({ accountId, endpointId, limit, status, afterSeq = 0 }) {
+      const rows = status
+        ? await query<DeliveryRow>(
+            `SELECT ${DELIVERY_COLUMNS} FROM ${DELIVERY_FROM} WHERE d.endpoint_id = $1 AND d.account_id = $2 AND d.status = $3 AND d.event_seq > $4 ORDER BY d.event_seq LIMIT $5`,
+            [endpointId, accountId, status, Math.floor(afterSeq), limit],
+          )
+        : await query<DeliveryRow>(
+            `SELECT ${DELIVERY_COLUMNS} FROM ${DELIVERY_FROM} WHERE d.endpoint_id = $1 AND d.account_id = $2 AND d.event_seq > $3 ORDER BY d.event_seq LIMIT $4`,
+            [endpointId, accountId, Math.floor(afterSeq), limit],
+          );
+      return rows.map(toDelivery);
+    },
+
+    retryWebhookDelivery(accountId, endpointId, deliveryId, now) {
+      return transaction(async (client) => {
+        const { rows } = await client.query<{ event_seq: number; status: string }>(
+          'SELECT event_seq, status FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 AND account_id = $3 FOR UPDATE',
+          [deliveryId, endpointId, accountId],
+        );
+        const row = rows[0];
+        if (!row) return undefined;
+        // A finished delivery gets one more attempt, outside the schedule.
+        await client.query(
+          `UPDATE webhook_deliveries SET next_attempt_at = $1, status = 'pending', single_attempt = single_attempt OR status <> 'pending'
+           WHERE endpoint_id = $2 AND event_seq = $3`,
+          [now, endpointId, row.event_seq],
+        );
+        // A leased job is being attempted right now: that attempt is the retry.
+        const moved = await client.query(
+          "UPDATE jobs SET run_at = $1 WHERE kind = 'webhook.deliver' AND account_id = $2 AND ref = $3 AND grp = $4 AND (leased_until <= $1 OR run_at > $1) RETURNING 1",
+          [now, accountId, row.event_seq, endpointId],
+        );
+        if (moved.rowCount === 0) {
+          await client.query(
+            `INSERT INTO jobs (kind, account_id, ref, grp, run_at, created_at)
+             SELECT 'webhook.deliver', $1, $2, $3, $4, $4
+             WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE kind = 'webhook.deliver' AND account_id = $1 AND ref = $2 AND grp = $3)`,
+            [accountId, row.event_seq, endpointId, now],
+          );
+        }
+        const { rows: delivery } = await client.query<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM ${DELIVERY_FROM} WHERE d.id = $1`, [deliveryId]);
+        return toDelivery(delivery[0]!);
+      });
+    },
+
+    async claimWebhookDeliveries(now, leaseMs, max, busyEndpoints) {
+      const rows = await query<ClaimedRow>(
+        `WITH j AS (
+           UPDATE jobs SET leased_until = $1, attempts = attempts + 1
+           WHERE id IN (
+             SELECT id FROM jobs WHERE kind = 'webhook.deliver' AND run_at <= $2 AND leased_until <= $2 AND grp <> ALL($3::text[])
+             ORDER BY run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED
+           )
+           RETURNING id, account_id, ref, grp
+         )
+         SELECT ${CLAIMED_COLUMNS} FROM j
+           LEFT JOIN webhook_deliveries d ON d.endpoint_id = j.grp AND d.event_seq = j.ref AND d.status = 'pending'
+           LEFT JOIN webhook_endpoints w ON w.id = d.endpoint_id
+           LEFT JOIN events e ON e.account_id = d.account_id AND e.seq = d.event_seq`,
+        [now + leaseMs, now, busyEndpoints, max],
+      );
+      // A job whose delivery was finished or deleted meanwhile: nothing left to do.
+      const orphans = rows.filter((row) => row.endpoint_id === null).map((row) => row.job_id);
+      if (orphans.length > 0) await query('DELETE FROM jobs WHERE id = ANY($1::bigint[])', [orphans]);
+      return rows.filter((row) => row.endpoint_id !== null).map(toClaimed);
+    },
+
+    async recordWebhookAttempts(records) {
+      if (records.length === 0) return;
+      // One statement for the batch: each record's delivery update, then its job's fate.
+      await query(
+        `WITH r AS (
+           SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[], $6::int[], $7::text[], $8::bigint[])
+             AS t(job_id, endpoint_id, event_seq, outcome, at, response_status, error, next_attempt_at)
+         ),
+         upd AS (
+           UPDATE webhook_deliveries d SET
+             status = CASE WHEN r.outcome = 'retry' THEN 'pending' WHEN r.outcome = 'succeeded' THEN 'succeeded' ELSE 'failed' END,
+             attempts = d.attempts + CASE WHEN r.outcome = 'skipped' THEN 0 ELSE 1 END,
+             single_attempt = r.outcome = 'retry' AND d.single_attempt,
+             last_attempt_at = CASE WHEN r.outcome = 'skipped' THEN d.last_attempt_at ELSE r.at END,
+             last_response_status = CASE WHEN r.outcome = 'skipped' THEN d.last_response_status ELSE r.response_status END,
+             last_error = r.error,
+             next_attempt_at = CASE WHEN r.outcome = 'retry' THEN r.next_attempt_at END
+           FROM r WHERE d.endpoint_id = r.endpoint_id AND d.event_seq = r.event_seq AND d.status = 'pending'
+         ),
+         gone AS (
+           UPDATE webhook_endpoints w SET disabled = true, disabled_reason = 'The receiver answered 410 Gone at ' || to_char(r.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '.'
+           FROM r WHERE r.outcome = 'gone' AND w.id = r.endpoint_id
+         ),
+         resched AS (
+           UPDATE jobs SET run_at = r.next_attempt_at, leased_until = 0, last_error = r.error FROM r WHERE r.outcome = 'retry' AND jobs.id = r.job_id
+         )
+         DELETE FROM jobs USING r WHERE r.outcome <> 'retry' AND jobs.id = r.job_id`,
+        [
+          records.map((r) => r.jobId),
+          records.map((r) => r.endpointId),
+          records.map((r) => r.eventSeq),
+          records.map((r) => r.outcome),
+          records.map((r) => r.at),
+          records.map((r) => r.responseStatus ?? null),
+          records.map((r) => r.error ?? null),
+          records.map((r) => r.nextAttemptAt ?? null),
+        ],
+      );
+    },
+
+    async webhookStats() {
+      const [row] = await query<{ pending: number; oldest: string | null }>(
+        "SELECT count(*)::int AS pending, min(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'",
+      );
+      return { pending: row!.pending, oldestCreatedAt: row!.oldest ?? undefined };
+    },
+  };
+}
