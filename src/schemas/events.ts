@@ -147,7 +147,8 @@ export const WebhookEndpointUpdate = Type.Object(
   {
     url: Type.Optional(url),
     eventTypes: Type.Optional(Type.Union([EventTypes('The kinds to deliver.'), Type.Null()], { description: 'The kinds to deliver; `null`: all kinds.' })),
-    description: Type.Optional(Type.Union([description, Type.Null()], { description: 'What the endpoint is for; `null` removes it.' })),
+    // No `examples` inside anyOf: OpenAPI 3.0 allows them only at the top of a schema.
+    description: Type.Optional(Type.Union([Type.String({ ...description, examples: undefined }), Type.Null()], { description: 'What the endpoint is for; `null` removes it.' })),
     disabled: Type.Optional(Type.Boolean({ description: '`true` stops deliveries (events meanwhile are not delivered to it); `false` resumes them.' })),
   },
   {

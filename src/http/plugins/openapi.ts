@@ -5,6 +5,7 @@ import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { OPTIONAL_BODY } from '../validation.js';
+import { webhooksExtension } from '../routes/webhooks.js';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
 
@@ -43,6 +44,9 @@ returns a pet twice; a pet that changes status during the walk may be missed or 
 **Orders** (experimental): placing an order needs an \`available\` pet and makes it \`pending\`; delivering makes it
 \`sold\`, cancelling \`available\` again. The order and its pet always change together.
 
+**Events and webhooks** (experimental): every change writes an event in the same transaction (\`GET /events\`);
+registered endpoints receive each as a signed POST (Standard Webhooks), described under \`x-webhooks\`.
+
 **Stability**: operations may carry \`x-stability\` (\`experimental\` or \`beta\`); operations without it are stable.`;
 
 export interface DocumentSpec {
@@ -55,6 +59,8 @@ export interface DocumentSpec {
   tags: Array<{ name: string; description: string }>;
   /** A second document in one app needs its own decorator (app[decorator]() builds it). */
   decorator?: string;
+  /** Top-level extensions (`x-webhooks`), added as given; the components they reference are kept. */
+  extensions?: Record<string, unknown>;
 }
 
 /**
@@ -89,7 +95,9 @@ export async function registerOpenApiDocument(app: FastifyInstance, spec: Docume
         : { schema: { ...(schema as object), hide: true } as typeof schema, url },
     // Always an OpenAPI 3 document here (openapi: '3.0.3' above).
     transformObject: (document) =>
-      ('openapiObject' in document ? withUsedComponents(markOptionalBodies(document.openapiObject as OpenApiShape)) : document.swaggerObject) as Record<string, unknown>,
+      ('openapiObject' in document
+        ? withUsedComponents(markOptionalBodies({ ...(document.openapiObject as OpenApiShape), ...spec.extensions }))
+        : document.swaggerObject) as Record<string, unknown>,
   });
 
   let document: Record<string, unknown> | undefined;
@@ -117,6 +125,7 @@ function withUsedComponents<T extends OpenApiShape & { components?: { schemas?: 
     }
   };
   visit(document.paths);
+  visit((document as Record<string, unknown>)['x-webhooks']);
   for (const name of Object.keys(schemas)) if (!used.has(name)) delete schemas[name];
   return document;
 }
@@ -132,5 +141,6 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       { url: config.stagingUrl, description: 'Staging' },
     ],
     tags: [{ name: 'animals', description: 'Animals (pets) in the store inventory.' }],
+    extensions: { 'x-webhooks': webhooksExtension() },
   });
 }

@@ -6,6 +6,7 @@ import {
   CreatedWebhookEndpoint,
   DeliveryIdParams,
   DeliveryStatus,
+  EVENT_SCHEMAS,
   EndpointIdParams,
   NewWebhookEndpoint,
   RotatedSecret,
@@ -35,6 +36,41 @@ const tooLarge = errorResponse('The body is larger than 64 KiB (`payload_too_lar
 const ABOUT =
   'Each event is POSTed to every enabled endpoint whose `eventTypes` include its kind, signed per Standard Webhooks ' +
   '(`webhook-id`, `webhook-timestamp`, `webhook-signature`), retried on failure for about three days; see /docs/webhooks. Experimental.';
+
+/**
+ * The deliveries, as OpenAPI 3.1 `webhooks` written in a 3.0 document (`x-webhooks`, which
+ * renderers read): one POST per event kind, with the Standard Webhooks headers.
+ */
+export function webhooksExtension() {
+  const header = (name: string, description: string, example: string) => ({ name, in: 'header', required: true, description, schema: { type: 'string', example } });
+  return Object.fromEntries(
+    EVENT_SCHEMAS.map((schema) => {
+      const type = (schema.properties.type as { const: string }).const;
+      const { $id, description } = schema as unknown as { $id: string; description: string };
+      return [
+        type,
+        {
+          post: {
+            summary: `${type} delivery`,
+            description: `${description} Sent to every enabled endpoint whose \`eventTypes\` include \`${type}\`. Answer any 2xx within 15 s; anything else is retried (see /docs/webhooks).`,
+            'x-stability': 'experimental',
+            parameters: [
+              header('webhook-id', 'The event id: the same on every attempt. Deduplicate on it.', 'evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f'),
+              header('webhook-timestamp', 'Unix seconds of this attempt. Refuse deliveries more than 5 minutes off.', '1795432530'),
+              header('webhook-signature', '`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` under each live secret, space-separated.', 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4='),
+            ],
+            requestBody: { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${$id}` } } } },
+            responses: {
+              '2XX': { description: 'Received: no more attempts.' },
+              '410': { description: 'Gone: the endpoint is disabled at once, nothing more is sent.' },
+              default: { description: 'Anything else (or no answer): retried on the schedule; 429 and 503 may send `Retry-After`.' },
+            },
+          },
+        },
+      ];
+    }),
+  );
+}
 
 const ListEndpointsQuery = Type.Object(
   {
