@@ -28,6 +28,9 @@ const ENV_NAME = 'PETSTORE_WEBHOOK_ALLOWED_NETWORKS';
  * Parses PETSTORE_WEBHOOK_ALLOWED_NETWORKS: comma-separated IP addresses or CIDRs, IPv4 or IPv6
  * (`10.1.2.0/24, 127.0.0.1/32, fd00:1::/64`). Empty or unset: nothing is allowed beyond public
  * addresses. Throws an Error naming the bad entry.
+ *
+ * A name is refused when ANY of its addresses is refused, so for http://localhost in development
+ * allow both 127.0.0.1/32 and ::1/128 (localhost usually resolves to both).
  */
 export function parseAllowedNetworks(raw: string | undefined): AllowedNetworks {
   const list = new net.BlockList();

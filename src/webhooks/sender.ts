@@ -48,6 +48,8 @@ const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1000;
 /** How long an idle keep-alive socket stays pooled. */
 const IDLE_SOCKET_MS = 30_000;
 const USER_AGENT = 'Petstore-Webhooks/1';
+/** Headers the sender sets itself; a caller's value for one is dropped (framing stays ours). */
+const OWN_HEADERS = new Set(['content-type', 'content-length', 'user-agent', 'host', 'transfer-encoding', 'connection']);
 
 class PolicyRefusal extends Error {}
 class DnsFailure extends Error {}
@@ -85,7 +87,7 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
 const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|INVALID_CA|INVALID_PURPOSE)/;
 
 /** A short reason: our own refusals in words, everything else by its error code only. */
-function describe(error: unknown, timeoutMs: number): string {
+function reasonFor(error: unknown, timeoutMs: number): string {
   if (error instanceof PolicyRefusal) return `connection refused by policy: ${error.message}`;
   if (error instanceof AttemptTimeout) return `no response within ${timeoutMs} ms`;
   if (error instanceof DnsFailure) return `DNS: ${error.message}`;
@@ -140,10 +142,11 @@ export function createWebhookSender(opts: WebhookSenderOptions): WebhookSender {
     timeout: IDLE_SOCKET_MS,
     lookup,
   };
-  const agents = { 'http:': guard(new http.Agent(agentOptions)), 'https:': guard(new https.Agent(agentOptions)) };
+  const agents = { http: guard(new http.Agent(agentOptions)), https: guard(new https.Agent(agentOptions)) };
 
   // Defence in depth: whatever the lookup said, the address the socket connected to decides.
-  // The listener is added before the request writes anything, so it runs before the headers go.
+  // The listener is added before the request writes anything, so it runs before the headers go
+  // (for https, tls has already queued its ClientHello by then: no request bytes).
   function guard<A extends http.Agent>(agent: A): A {
     const create = agent.createConnection.bind(agent);
     agent.createConnection = (options, callback) => {
@@ -170,7 +173,7 @@ export function createWebhookSender(opts: WebhookSenderOptions): WebhookSender {
     const payload = Buffer.from(body, 'utf8');
     const outgoing: Record<string, string> = {};
     for (const [name, value] of Object.entries(headers)) {
-      if (!['content-type', 'content-length', 'user-agent'].includes(name.toLowerCase())) outgoing[name] = value;
+      if (!OWN_HEADERS.has(name.toLowerCase())) outgoing[name] = value;
     }
     outgoing['Content-Type'] = 'application/json';
     outgoing['User-Agent'] = USER_AGENT;
@@ -183,22 +186,24 @@ export function createWebhookSender(opts: WebhookSenderOptions): WebhookSender {
         settled = true;
         settle(result);
       };
-      const transport = url.protocol === 'https:' ? https : http;
+      const secure = url.protocol === 'https:';
       let request: http.ClientRequest;
       try {
-        request = transport.request(url, { method: 'POST', headers: outgoing, agent: agents[url.protocol === 'https:' ? 'https:' : 'http:'] });
+        const agent = secure ? agents.https : agents.http;
+        request = (secure ? https : http).request(url, { method: 'POST', headers: outgoing, agent });
       } catch (error) {
         // Invalid header names or values throw synchronously.
         const code = (error as NodeJS.ErrnoException).code;
         return finish({ kind: 'error', reason: `invalid request: ${code ?? 'bad header'}` });
       }
-      // One deadline for the attempt; after the headers it also bounds the body drain, so a
-      // receiver that trickles its body cannot hold a pooled socket.
+      // One deadline for the attempt, from here: waiting for a pooled socket, DNS, connect, TLS,
+      // the response headers. After the headers it bounds the body drain, so a receiver that
+      // trickles its body cannot hold a socket.
       let result: SendResult | undefined;
       const deadline = setTimeout(() => request.destroy(new AttemptTimeout()), opts.timeoutMs);
       request.on('error', (error) => {
         // After the headers, the status is the result, whatever happens to the body.
-        if (result === undefined) finish({ kind: 'error', reason: describe(error, opts.timeoutMs) });
+        if (result === undefined) finish({ kind: 'error', reason: reasonFor(error, opts.timeoutMs) });
       });
       request.once('close', () => {
         clearTimeout(deadline);
@@ -229,8 +234,8 @@ export function createWebhookSender(opts: WebhookSenderOptions): WebhookSender {
     send,
     close() {
       closed = true;
-      agents['http:'].destroy();
-      agents['https:'].destroy();
+      agents.http.destroy();
+      agents.https.destroy();
     },
   };
 }

@@ -29,6 +29,16 @@ describe('checkWebhookUrl refuses', () => {
     ['https://0x7f.1/', '127.0.0.1 is a loopback address'],
     ['https://127.0.0.1./', '127.0.0.1 is a loopback address'],
     ['https://127.255.255.254/', 'loopback'],
+    ['https://017700000001/', '127.0.0.1 is a loopback address'], // one octal number
+    ['https://127.0.1/', '127.0.0.1 is a loopback address'],
+    ['https://%31%32%37.0.0.1/', '127.0.0.1 is a loopback address'], // percent-encoded host
+    ['https://\uff11\uff12\uff17.\uff10.\uff10.\uff11/', '127.0.0.1 is a loopback address'], // fullwidth digits
+    ['https://127.0.0\t.1/', '127.0.0.1 is a loopback address'], // tabs and newlines are stripped
+    ['HTTPS://127.0.0.1/', '127.0.0.1 is a loopback address'],
+    ['https:\\\\127.0.0.1\\hook', '127.0.0.1 is a loopback address'], // backslashes are slashes
+    ['https:127.0.0.1', '127.0.0.1 is a loopback address'],
+    ['https://example.com@127.0.0.1/', 'credentials'], // the host is 127.0.0.1; refused either way
+    ['https://loc%61lhost/', 'localhost is this server itself'],
     ['https://localhost/', 'localhost is this server itself'],
     ['https://LOCALHOST/', 'localhost is this server itself'],
     ['https://localhost./', 'localhost. is this server itself'],

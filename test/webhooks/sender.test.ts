@@ -55,11 +55,11 @@ function sender(t: TestContext, options: Partial<WebhookSenderOptions> = {}) {
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('responses', () => {
-  test('200, with the body and the fixed headers as sent', async (t) => {
+  test('200, with the body and headers as sent; the sender owns type, length, agent and host', async (t) => {
     const hook = await receiver(t);
     const result = await sender(t).send(
       `${hook.url}/hook?x=1`,
-      { 'webhook-id': 'msg_1', 'content-type': 'text/plain', 'User-Agent': 'spoof' },
+      { 'webhook-id': 'msg_1', 'content-type': 'text/plain', 'User-Agent': 'spoof', Host: 'evil.example', 'Transfer-Encoding': 'chunked' },
       '{"type":"pet.created","name":"Rex ü"}',
     );
     assert.deepEqual(result, { kind: 'response', status: 200 });
@@ -72,6 +72,8 @@ describe('responses', () => {
     assert.equal(request?.headers['user-agent'], 'Petstore-Webhooks/1');
     assert.equal(request?.headers['content-length'], String(Buffer.byteLength('{"type":"pet.created","name":"Rex ü"}')));
     assert.equal(request?.headers['webhook-id'], 'msg_1');
+    assert.equal(request?.headers.host, `127.0.0.1:${hook.port}`);
+    assert.equal(request?.headers['transfer-encoding'], undefined);
   });
 
   test('500 is a status', async (t) => {
