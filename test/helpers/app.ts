@@ -7,6 +7,7 @@ import type { Clock } from '../../src/clock.js';
 import { type Config, type Environment, loadConfig } from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
+import type { WebhookResolver } from '../../src/webhooks/sender.js';
 import type { Deliver } from '../../src/services/message-worker.js';
 import type { Services } from '../../src/services/index.js';
 import { createStore } from '../../src/store/index.js';
@@ -52,6 +53,8 @@ export interface StartOptions {
   onLog?: (line: string) => void;
   /** What delivering a message means (default: the app's own). */
   deliver?: Deliver;
+  /** Resolves webhook host names (default: the system resolver). */
+  webhookResolver?: WebhookResolver;
 }
 
 export async function startApp(t: TestContext | { after(fn: () => unknown): void }, options: StartOptions = {}): Promise<TestApp> {
@@ -76,7 +79,9 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
   const store = await createStore(config);
   await store.migrate();
   const logger = createLogger(config, sink);
-  const app = await buildApp({ config, store, logger, ...(options.clock ? { clock: options.clock } : {}), ...(options.deliver ? { deliver: options.deliver } : {}) });
+  const app = await buildApp({ config, store, logger, ...(options.clock ? { clock: options.clock } : {}), ...(options.deliver ? { deliver: options.deliver } : {}),
+    ...(options.webhookResolver ? { webhookResolver: options.webhookResolver } : {}),
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
