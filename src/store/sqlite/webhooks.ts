@@ -178,7 +178,7 @@ export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): Webh
     async listWebhookDeliveries({ accountId, endpointId, limit, status, afterSeq = 0 }) {
       const rows = status
         ? stmt<[string, string, string, number, number], DeliveryRow>(
-            `SELECT ${DELIVERY_COLUMNS} FROM ${DELIVERY_FROM} INDEXED BY webhook_deliveries_by_status
+            `SELECT ${DELIVERY_COLUMNS} FROM ${DELIVERY_FROM.replace(' d ', ' d INDEXED BY webhook_deliveries_by_status ')}
              WHERE d.endpoint_id = ? AND d.account_id = ? AND d.status = ? AND d.event_seq > ? ORDER BY d.event_seq LIMIT ?`,
           ).all(endpointId, accountId, status, afterSeq, limit)
         : stmt<[string, string, number, number], DeliveryRow>(
