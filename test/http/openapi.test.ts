@@ -51,9 +51,12 @@ describe('OpenAPI document', () => {
     ]);
   });
 
-  test('when listing operations, then the pet operations and the experimental order operations exist at paths relative to /v1, all tagged animals', () => {
+  test('when listing operations, then the pet operations and the experimental order, event and webhook operations exist at paths relative to /v1, all tagged animals', () => {
     assert.deepEqual(Object.keys(doc.paths).sort(), [
+      '/events', '/events/{eventId}',
       '/pets', '/pets/{petId}', '/store/orders', '/store/orders/{orderId}', '/store/orders/{orderId}/cancel', '/store/orders/{orderId}/deliver',
+      '/webhook-endpoints', '/webhook-endpoints/{endpointId}', '/webhook-endpoints/{endpointId}/deliveries',
+      '/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/retry', '/webhook-endpoints/{endpointId}/rotate-secret',
     ]);
     assert.equal(op('/pets', 'get').operationId, 'listPets');
     assert.equal(op('/pets', 'post').operationId, 'createPet');
@@ -74,6 +77,24 @@ describe('OpenAPI document', () => {
     for (const id of ['deliverOrder', 'cancelOrder'] as const) {
       assert.equal((orders[id] as { requestBody?: { required?: boolean } }).requestBody?.required, false, `${id}: the body may be left out`);
     }
+    const eventsAndWebhooks = {
+      listEvents: op('/events', 'get'),
+      getEvent: op('/events/{eventId}', 'get'),
+      createWebhookEndpoint: op('/webhook-endpoints', 'post'),
+      listWebhookEndpoints: op('/webhook-endpoints', 'get'),
+      getWebhookEndpoint: op('/webhook-endpoints/{endpointId}', 'get'),
+      updateWebhookEndpoint: op('/webhook-endpoints/{endpointId}', 'patch'),
+      deleteWebhookEndpoint: op('/webhook-endpoints/{endpointId}', 'delete'),
+      rotateWebhookEndpointSecret: op('/webhook-endpoints/{endpointId}/rotate-secret', 'post'),
+      listWebhookDeliveries: op('/webhook-endpoints/{endpointId}/deliveries', 'get'),
+      retryWebhookDelivery: op('/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/retry', 'post'),
+    };
+    for (const [id, o] of Object.entries(eventsAndWebhooks)) {
+      assert.equal(o.operationId, id);
+      assert.equal(o['x-stability'], 'experimental', `${id} is experimental`);
+      assert.deepEqual(o.security ?? doc.security, [{ bearerAuth: [] }]);
+      for (const status of ['401', '429', '500', '503']) assert.ok(o.responses[status], `${id} declares ${status}`);
+    }
     for (const path of Object.keys(doc.paths)) {
       for (const o of Object.values(doc.paths[path]!)) assert.deepEqual((o as { tags?: string[] }).tags, ['animals']);
     }
@@ -81,6 +102,19 @@ describe('OpenAPI document', () => {
     assert.deepEqual((doc.components.schemas.NewOrder as { required?: string[] }).required, ['petId']);
     assert.deepEqual(Object.keys((doc.components.schemas.Order as { properties: object }).properties), ['id', 'petId', 'status', 'createdAt', 'updatedAt']);
     assert.match(String((doc.components.schemas.Pet as { properties: { id: { description: string } } }).properties.id.description), /unique within your account/);
+  });
+
+  test('when reading x-webhooks, then each event kind is a POST whose body is its event schema, with the Standard Webhooks headers', () => {
+    const hooks = (doc as unknown as { 'x-webhooks': Record<string, { post: { requestBody: { content: Record<string, { schema: { $ref: string } }> }; parameters: Array<{ name: string; in: string }> } }> })['x-webhooks'];
+    assert.deepEqual(Object.keys(hooks), ['pet.created', 'pet.status_changed', 'order.placed', 'order.delivered', 'order.cancelled']);
+    for (const [type, hook] of Object.entries(hooks)) {
+      const ref = hook.post.requestBody.content['application/json']!.schema.$ref;
+      const name = ref.replace('#/components/schemas/', '');
+      const schema = doc.components.schemas[name] as { properties: { type: { const?: string; enum?: string[] } } };
+      assert.ok(schema, `${type}: ${ref} is a component`);
+      assert.deepEqual(schema.properties.type.const ?? schema.properties.type.enum?.[0], type);
+      assert.deepEqual(hook.post.parameters.map((p) => `${p.in}:${p.name}`), ['header:webhook-id', 'header:webhook-timestamp', 'header:webhook-signature']);
+    }
   });
 
   test('when reading security, then bearerAuth is an HTTP bearer scheme applied to every operation', () => {
