@@ -32,6 +32,8 @@ export interface WebhookWorkerOptions {
 }
 
 const POLL_MS = 200;
+/** After a claim that found nothing, wakes wait this long: a burst of changes without endpoints costs ~50 empty claims/s, not one per change. */
+const EMPTY_CLAIM_PAUSE_MS = 20;
 /** Claims at once: small, so deliveries waiting in memory for a busy endpoint stay few. */
 const CLAIM_MAX = 16;
 
@@ -50,6 +52,7 @@ export function createWebhookWorker(deps: { store: Store; clock: Clock; log: Fas
   let timer: NodeJS.Timeout | undefined;
   let wakeTimer: NodeJS.Timeout | undefined;
   let lastErrorLogged = 0;
+  let lastEmptyClaim = 0;
   const records: AttemptRecord[] = [];
   let recording: Promise<void> | undefined;
   let idle: (() => void) | undefined;
@@ -182,6 +185,7 @@ export function createWebhookWorker(deps: { store: Store; clock: Clock; log: Fas
       const claimed = await store.claimWebhookDeliveries(clock.now(), leaseMs, max, busy);
       for (const d of claimed) take(d);
       full = claimed.length === max;
+      if (claimed.length === 0) lastEmptyClaim = clock.now();
     } catch (err) {
       warn(err, 'webhook worker: could not claim deliveries; retrying');
     } finally {
@@ -206,12 +210,13 @@ export function createWebhookWorker(deps: { store: Store; clock: Clock; log: Fas
     },
     /** Something may be due now (a change in this process, a manual retry): look soon instead of at the next poll. */
     wake(): void {
-      // At most one look per 5 ms however many changes there are (a burst of creates).
+      // One look for a burst of changes, and fewer still while there is nothing to deliver.
       if (stopped || wakeTimer) return;
+      const delay = Math.max(5, lastEmptyClaim + EMPTY_CLAIM_PAUSE_MS - clock.now());
       wakeTimer = setTimeout(() => {
         wakeTimer = undefined;
         void pump();
-      }, 5);
+      }, delay);
       wakeTimer.unref();
     },
     /** Stops claiming and waits for the attempts in hand to finish and be recorded (SIGTERM loses nothing). */

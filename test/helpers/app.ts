@@ -80,7 +80,8 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
   await store.migrate();
   const logger = createLogger(config, sink);
   const app = await buildApp({ config, store, logger, ...(options.clock ? { clock: options.clock } : {}), ...(options.deliver ? { deliver: options.deliver } : {}),
-    ...(options.webhookResolver ? { webhookResolver: options.webhookResolver } : {}),
+    // Tests send traffic only to 127.0.0.1: a webhook host name resolves only when the test says how.
+    webhookResolver: options.webhookResolver ?? (async (name) => { throw Object.assign(new Error(`test resolver: ${name} is not resolvable in tests`), { code: 'ENOTFOUND' }); }),
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sharedApp, startApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
+import { eventually, startReceiver } from '../helpers/receiver.js';
 
 type Event = { id: string; type: string; createdAt: string; sequence: number; data: { object: Record<string, unknown>; previousStatus?: string } };
 type ErrorBody = { code: string };
@@ -191,3 +192,36 @@ describe('events turned off (PETSTORE_EVENTS=false)', () => {
     assert.deepEqual(res.body, []);
   });
 });
+
+for (const backend of backends) {
+  describe(`event retention (${backend.name})`, () => {
+    test('when events are older than the retention, then pruning deletes them with their deliveries and jobs, and keeps younger ones', async (t) => {
+      const hook = await startReceiver(() => ({ status: 500 }));
+      t.after(() => hook.close());
+      const app = await startApp(t, {
+        backend,
+        env: { ...env, PETSTORE_WEBHOOK_ALLOW_HTTP: 'true', PETSTORE_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.1/32', PETSTORE_WEBHOOK_RETRY_SCHEDULE: '0,3600' },
+      });
+      const owner = await app.createAccount();
+      const endpoint = (await app.request('POST', '/v1/webhook-endpoints', { key: owner.key, body: { url: hook.url } })).body as { id: string };
+      await app.request('POST', '/v1/pets', { key: owner.key, body: { name: 'Old', categoryId: 1 } });
+      await hook.waitFor(1);
+      // A pending delivery (next attempt in an hour) with its job.
+      await eventually(async () => ((await app.store.webhookStats()).pending === 1 ? true : undefined));
+      const cutoff = Date.now() + 10;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const young = await app.request('POST', '/v1/pets', { key: owner.key, body: { name: 'Young', categoryId: 1 } });
+      assert.equal(young.status, 201);
+      await hook.waitFor(2);
+
+      // "Now" is 30 days after the cutoff: only what came before it is older than the retention.
+      assert.equal(await app.services.events.prune(cutoff + 30 * 86_400_000, 30), 1);
+      const left = (await app.request('GET', '/v1/events', { key: owner.key })).body as Array<{ data: { object: { name: string } } }>;
+      assert.deepEqual(left.map((e) => e.data.object.name), ['Young']);
+      const deliveries = (await app.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries`, { key: owner.key })).body as unknown[];
+      assert.equal(deliveries.length, 1);
+      assert.equal((await app.store.webhookStats()).pending, 1);
+      assert.deepEqual(await app.store.claimWebhookDeliveries(Date.now() + 7_200_000, 1000, 10, []).then((c) => c.map((d) => d.event.data.includes('Young'))), [true], 'the pruned delivery\'s job is gone');
+    });
+  });
+}
