@@ -350,6 +350,22 @@ for (const backend of backends) {
       assert.ok(other.received.length <= count + 1, 'nothing after the attempt in flight');
     });
 
+    test('when one endpoint never answers, then another endpoint of the same events still gets each of them at once', async () => {
+      app = await getApp();
+      const owner = await app.createAccount();
+      const dead = await receiver(() => 'hang');
+      const alive = await receiver();
+      await register(owner, { url: dead.url, eventTypes: ['pet.created'] });
+      await register(owner, { url: alive.url, eventTypes: ['pet.created'] });
+      const started = Date.now();
+      await Promise.all(Array.from({ length: 40 }, (_, i) => createPet(owner, `Pet ${i}`)));
+      await alive.waitFor(40, 5000);
+      // Each hanging attempt takes the 500 ms timeout; 40 of them in a row would take 20 s.
+      assert.ok(Date.now() - started < 3000, `the live endpoint waited ${Date.now() - started} ms`);
+      assert.ok(dead.received.length >= 1 && dead.received.length <= 40);
+      assert.equal(new Set(alive.received.map((r) => r.headers['webhook-id'])).size, 40);
+    });
+
     test('when the secret is rotated, then deliveries carry both signatures during the overlap and only the new one after', async () => {
       app = await getApp();
       const owner = await app.createAccount();
