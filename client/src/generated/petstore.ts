@@ -130,6 +130,158 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events
+         * @description Your account's events, **oldest first** (ascending `sequence`), kept for 30 days. Filter by `type` (one kind or a comma-separated list). To catch up after an outage, pass the last `sequence` you processed as `after`; then follow `Link: <…>; rel="next"` (a signed cursor bound to your account and the `type` filter) until it is absent. Every change writes its event in the same transaction, so the log has exactly the changes that happened. Experimental: this may still change.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/{eventId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an event
+         * @description One event, exactly as deliveries send it. Another account's event answers 404, like an unknown or pruned one. Experimental.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description Your endpoints, oldest first, paged like `GET /pets`. Secrets are never listed. Experimental.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Register a webhook endpoint
+         * @description Registers a URL to receive events. The answer holds the signing `secret`, **shown only now**. `eventTypes` absent: every kind, including kinds added later. At most 16 endpoints per account. Each event is POSTed to every enabled endpoint whose `eventTypes` include its kind, signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`), retried on failure for about three days; see /docs/webhooks. Experimental.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{endpointId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description The endpoint as it is now (without its secret). Experimental.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes the endpoint with its deliveries; nothing more is sent to it, including pending retries. Experimental.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Changes `url`, `eventTypes` (`null`: every kind), `description` (`null` removes it) or `disabled`; fields not sent stay as they are. Disabling stops deliveries: events meanwhile are not delivered to it, and its pending deliveries fail. Enabling clears a `disabledReason` the service set. Experimental.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/webhook-endpoints/{endpointId}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's secret
+         * @description Makes a new signing secret, **shown only now**. Until `previousSecretExpiresAt` (24 hours by default) each delivery carries two signatures, one per secret, so receivers can switch at their pace; then only the new one. Rotating again within that time drops the oldest secret at once. No body is needed; if one is sent it must be `{}`. Experimental.
+         */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{endpointId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's deliveries
+         * @description One delivery per event sent (or to be sent) to this endpoint, oldest event first, optionally by `status`, paged like `GET /pets`. The receivers' response bodies are never stored or shown. Experimental.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a delivery now
+         * @description Queues the delivery for an attempt now. A pending one has its next attempt brought forward (the schedule goes on after it); a succeeded or failed one gets one more attempt, outside the schedule. The endpoint must be enabled. No body is needed; if one is sent it must be `{}`. Experimental.
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -227,12 +379,299 @@ export interface components {
              * @description Machine-readable error code, stable across releases.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "invalid_cursor" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "invalid_cursor" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "invalid_webhook_url" | "webhook_endpoint_limit" | "webhook_endpoint_disabled" | "rate_limited" | "internal_error" | "service_unavailable";
             /** @description Human-readable description of what was wrong and how to fix it. */
             message: string;
             /** @description The HTTP status code of the response. */
             status: number;
         };
+        /**
+         * @description `pet.created`: a pet was added (`data.object` is the Pet). `pet.status_changed`: a pet's status changed (`data.object` is the Pet after the change, `data.previousStatus` its status before). `order.placed`, `order.delivered`, `order.cancelled`: an order was placed or moved (`data.object` is the Order after the change).
+         * @enum {string}
+         */
+        EventType: "pet.created" | "pet.status_changed" | "order.placed" | "order.delivered" | "order.cancelled";
+        /** @description A pet was created. `data.object` is the new Pet. */
+        PetCreatedEvent: {
+            /**
+             * @description Opaque, unique identifier: `evt_` and 32 random hex characters. Also the `webhook-id` of every delivery of this event.
+             * @example evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f
+             */
+            id: string;
+            /**
+             * @description What happened.
+             * @enum {string}
+             */
+            type: "pet.created";
+            /**
+             * Format: date-time
+             * @description When the change was committed. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: int64
+             * @description Position in your account's event log: ascending in commit order, from 1. Deliveries can arrive out of order (retries overtake); keep the highest sequence you processed per object to drop stale ones, and resume `GET /events?after=` from it.
+             */
+            sequence: number;
+            data: {
+                object: components["schemas"]["Pet"];
+            };
+        };
+        /** @description A pet's status changed (placing, delivering or cancelling an order). `data.object` is the Pet after the change. */
+        PetStatusChangedEvent: {
+            /**
+             * @description Opaque, unique identifier: `evt_` and 32 random hex characters. Also the `webhook-id` of every delivery of this event.
+             * @example evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f
+             */
+            id: string;
+            /**
+             * @description What happened.
+             * @enum {string}
+             */
+            type: "pet.status_changed";
+            /**
+             * Format: date-time
+             * @description When the change was committed. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: int64
+             * @description Position in your account's event log: ascending in commit order, from 1. Deliveries can arrive out of order (retries overtake); keep the highest sequence you processed per object to drop stale ones, and resume `GET /events?after=` from it.
+             */
+            sequence: number;
+            data: {
+                object: components["schemas"]["Pet"];
+                previousStatus: components["schemas"]["PetStatus"];
+            };
+        };
+        /** @description An order was placed (its pet became `pending`). `data.object` is the Order. */
+        OrderPlacedEvent: {
+            /**
+             * @description Opaque, unique identifier: `evt_` and 32 random hex characters. Also the `webhook-id` of every delivery of this event.
+             * @example evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f
+             */
+            id: string;
+            /**
+             * @description What happened.
+             * @enum {string}
+             */
+            type: "order.placed";
+            /**
+             * Format: date-time
+             * @description When the change was committed. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: int64
+             * @description Position in your account's event log: ascending in commit order, from 1. Deliveries can arrive out of order (retries overtake); keep the highest sequence you processed per object to drop stale ones, and resume `GET /events?after=` from it.
+             */
+            sequence: number;
+            data: {
+                object: components["schemas"]["Order"];
+            };
+        };
+        /** @description An order was delivered (its pet became `sold`). `data.object` is the Order. */
+        OrderDeliveredEvent: {
+            /**
+             * @description Opaque, unique identifier: `evt_` and 32 random hex characters. Also the `webhook-id` of every delivery of this event.
+             * @example evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f
+             */
+            id: string;
+            /**
+             * @description What happened.
+             * @enum {string}
+             */
+            type: "order.delivered";
+            /**
+             * Format: date-time
+             * @description When the change was committed. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: int64
+             * @description Position in your account's event log: ascending in commit order, from 1. Deliveries can arrive out of order (retries overtake); keep the highest sequence you processed per object to drop stale ones, and resume `GET /events?after=` from it.
+             */
+            sequence: number;
+            data: {
+                object: components["schemas"]["Order"];
+            };
+        };
+        /** @description An order was cancelled (its pet became `available`). `data.object` is the Order. */
+        OrderCancelledEvent: {
+            /**
+             * @description Opaque, unique identifier: `evt_` and 32 random hex characters. Also the `webhook-id` of every delivery of this event.
+             * @example evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f
+             */
+            id: string;
+            /**
+             * @description What happened.
+             * @enum {string}
+             */
+            type: "order.cancelled";
+            /**
+             * Format: date-time
+             * @description When the change was committed. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: int64
+             * @description Position in your account's event log: ascending in commit order, from 1. Deliveries can arrive out of order (retries overtake); keep the highest sequence you processed per object to drop stale ones, and resume `GET /events?after=` from it.
+             */
+            sequence: number;
+            data: {
+                object: components["schemas"]["Order"];
+            };
+        };
+        /** @description Something that happened in your account, written in the same transaction as the change itself: no change without its event, no event without its change. `type` tells which shape `data` has. The body of every webhook delivery is an Event. */
+        Event: components["schemas"]["PetCreatedEvent"] | components["schemas"]["PetStatusChangedEvent"] | components["schemas"]["OrderPlacedEvent"] | components["schemas"]["OrderDeliveredEvent"] | components["schemas"]["OrderCancelledEvent"];
+        /** @description A page of events, oldest first (ascending `sequence`). */
+        Events: components["schemas"]["Event"][];
+        /** @description An endpoint to register. Unknown fields are rejected with 400 `invalid_request`. */
+        NewWebhookEndpoint: {
+            /**
+             * @description Where deliveries are POSTed: an absolute `https` URL of at most 2048 characters, on a public address. Loopback, private, link-local and other internal addresses are refused, at registration and again when connecting (`invalid_webhook_url`).
+             * @example https://hooks.example.com/petstore
+             */
+            url: string;
+            /** @description The kinds to deliver. Absent: all kinds, including kinds added later. */
+            eventTypes?: components["schemas"]["EventType"][];
+            /**
+             * @description What the endpoint is for (1 to 500 characters), for your own records.
+             * @example Warehouse sync
+             */
+            description?: string;
+        };
+        /** @description The fields to change; the others stay as they are. At least one field. Unknown fields are rejected with 400 `invalid_request`. */
+        WebhookEndpointUpdate: {
+            /**
+             * @description Where deliveries are POSTed: an absolute `https` URL of at most 2048 characters, on a public address. Loopback, private, link-local and other internal addresses are refused, at registration and again when connecting (`invalid_webhook_url`).
+             * @example https://hooks.example.com/petstore
+             */
+            url?: string;
+            /** @description The kinds to deliver; `null`: all kinds. */
+            eventTypes?: components["schemas"]["EventType"][] | (never | null);
+            /** @description What the endpoint is for; `null` removes it. */
+            description?: string | (never | null);
+            /** @description `true` stops deliveries (events meanwhile are not delivered to it); `false` resumes them. */
+            disabled?: boolean;
+        };
+        /** @description Where events are delivered. The signing secret is shown only when created or rotated. */
+        WebhookEndpoint: {
+            /**
+             * @description Opaque identifier: `we_` and 24 random characters.
+             * @example we_4fQm2LzT8rVb1nXc6JyK0pHd
+             */
+            id: string;
+            /** @description Where deliveries are POSTed. */
+            url: string;
+            /** @description The kinds delivered to it. */
+            eventTypes: components["schemas"]["EventType"][];
+            /** @description `true` when registered without `eventTypes`: every kind, including kinds added later. */
+            allEventTypes: boolean;
+            /** @description What the endpoint is for; absent when none was given. */
+            description?: string;
+            /** @description `true`: nothing is delivered to it (set by you, or by the service when the receiver answered 410 Gone). */
+            disabled: boolean;
+            /** @description Why the service disabled it; absent when enabled or disabled by you. */
+            disabledReason?: string;
+            /**
+             * Format: date-time
+             * @description When it was registered. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+        };
+        /** @description The new endpoint, with its signing secret (shown only now). */
+        CreatedWebhookEndpoint: {
+            /**
+             * @description Opaque identifier: `we_` and 24 random characters.
+             * @example we_4fQm2LzT8rVb1nXc6JyK0pHd
+             */
+            id: string;
+            /** @description Where deliveries are POSTed. */
+            url: string;
+            /** @description The kinds delivered to it. */
+            eventTypes: components["schemas"]["EventType"][];
+            /** @description `true` when registered without `eventTypes`: every kind, including kinds added later. */
+            allEventTypes: boolean;
+            /** @description What the endpoint is for; absent when none was given. */
+            description?: string;
+            /** @description `true`: nothing is delivered to it (set by you, or by the service when the receiver answered 410 Gone). */
+            disabled: boolean;
+            /** @description Why the service disabled it; absent when enabled or disabled by you. */
+            disabledReason?: string;
+            /**
+             * Format: date-time
+             * @description When it was registered. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+            /**
+             * @description The signing secret: `whsec_` and the base64 of 32 random bytes. Shown only in this answer: store it now. Verify each delivery's `webhook-signature` with it (Standard Webhooks).
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3xRhQ0k5Dj0=
+             */
+            secret: string;
+        };
+        /** @description A page of webhook endpoints, oldest first. */
+        WebhookEndpoints: components["schemas"]["WebhookEndpoint"][];
+        /** @description The new signing secret (shown only now). */
+        RotatedSecret: {
+            /**
+             * @description The signing secret: `whsec_` and the base64 of 32 random bytes. Shown only in this answer: store it now. Verify each delivery's `webhook-signature` with it (Standard Webhooks).
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3xRhQ0k5Dj0=
+             */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description Until then deliveries are signed with the previous secret too (two signatures), so receivers can switch without missing one. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            previousSecretExpiresAt: string;
+        };
+        /**
+         * @description `pending`: not delivered yet (more attempts to come); `succeeded`: a 2xx was received; `failed`: the retry schedule ran out, the receiver answered 410, or the endpoint was disabled.
+         * @enum {string}
+         */
+        WebhookDeliveryStatus: "pending" | "succeeded" | "failed";
+        /** @description One event to one endpoint, with its attempts. */
+        WebhookDelivery: {
+            /**
+             * @description Opaque identifier: `whd_` and 32 random hex characters.
+             * @example whd_9b1deb4d3b7d4bad9bdd2b0d7b3dcb6d
+             */
+            id: string;
+            /**
+             * @description The event delivered (its `webhook-id`).
+             * @example evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f
+             */
+            eventId: string;
+            eventType: components["schemas"]["EventType"];
+            status: components["schemas"]["WebhookDeliveryStatus"];
+            /** @description Attempts made so far. */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description When the last attempt was made; absent before the first. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            lastAttemptAt?: string;
+            /** @description The HTTP status of the last attempt; absent before the first, or when it got no answer (connection error, timeout). */
+            lastResponseStatus?: number;
+            /** @description Why the last attempt got no answer (refused connection, timeout, address refused by policy). The receiver's response body is never stored. */
+            lastError?: string;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due; present only while `pending`. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            nextAttemptAt?: string;
+        };
+        /** @description A page of deliveries, oldest event first. */
+        WebhookDeliveries: components["schemas"]["WebhookDelivery"][];
     };
     responses: never;
     parameters: never;
@@ -1531,6 +1970,1558 @@ export interface operations {
                      * @example {
                      *       "code": "invalid_transition",
                      *       "message": "The order cannot make this move from its current status.",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than 64 KiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "payload_too_large",
+                     *       "message": "The request body is larger than the limit.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of events to return. */
+                limit?: number;
+                /**
+                 * @description Only events of these kinds: one kind or a comma-separated list (`pet.created`, `pet.status_changed`, `order.placed`, `order.delivered`, `order.cancelled`).
+                 * @example order.placed,order.delivered
+                 */
+                type?: string;
+                /** @description Only events with a greater `sequence`: the last one you processed, to resume from there. Not together with `cursor`. */
+                after?: number;
+                /** @description Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. Do not build or edit it. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events (a bare JSON array). */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description RFC 8288 link to the next page: `</v1/events?limit=20&cursor=…>; rel="next"` (root-relative; keeps `limit` and `status`). Absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f",
+                     *         "type": "pet.created",
+                     *         "createdAt": "2026-11-23T10:15:30.000Z",
+                     *         "sequence": 41,
+                     *         "data": {
+                     *           "object": {
+                     *             "id": 7,
+                     *             "name": "Rex",
+                     *             "categoryId": 1,
+                     *             "status": "available"
+                     *           }
+                     *         }
+                     *       },
+                     *       {
+                     *         "id": "evt_5c2d8e1f0a9b4c7d8e2f1a0b9c8d7e6f",
+                     *         "type": "pet.status_changed",
+                     *         "createdAt": "2026-11-23T10:16:02.000Z",
+                     *         "sequence": 43,
+                     *         "data": {
+                     *           "object": {
+                     *             "id": 7,
+                     *             "name": "Rex",
+                     *             "categoryId": 1,
+                     *             "status": "pending"
+                     *           },
+                     *           "previousStatus": "available"
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Events"];
+                };
+            };
+            /** @description A query parameter is invalid: `limit` not 1–100, an unknown kind in `type`, `after` not a non-negative integer, or both `after` and `cursor` (`invalid_request`); or the cursor is malformed, tampered with, from another account or for another `type` filter (`invalid_cursor`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event id (`evt_…`). */
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event. */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f",
+                     *       "type": "pet.created",
+                     *       "createdAt": "2026-11-23T10:15:30.000Z",
+                     *       "sequence": 41,
+                     *       "data": {
+                     *         "object": {
+                     *           "id": 7,
+                     *           "name": "Rex",
+                     *           "categoryId": 1,
+                     *           "status": "available"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            /** @description The id is empty or longer than 64 characters (`invalid_request`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid_request",
+                     *       "message": "The request has a missing, unknown or invalid parameter or body field.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No event with this id in your account (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of endpoints to return. */
+                limit?: number;
+                /** @description Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of endpoints (a bare JSON array). */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description RFC 8288 link to the next page: `</v1/webhook-endpoints?limit=20&cursor=…>; rel="next"` (root-relative; keeps `limit` and `status`). Absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoints"];
+                };
+            };
+            /** @description A query parameter is invalid (`invalid_request`) or the cursor is malformed or tampered with (`invalid_cursor`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewWebhookEndpoint"];
+            };
+        };
+        responses: {
+            /** @description Registered. Store the `secret` now: it is not shown again (rotate it to get a new one). */
+            201: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The new endpoint: `/v1/webhook-endpoints/{endpointId}`. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            /** @description The body is missing, `url` is missing or longer than 2048 characters, `eventTypes` is empty, repeats or has an unknown kind, `description` is invalid, or there are unknown fields (`invalid_request`); the URL is not https, has credentials, or names a loopback, private, link-local or other internal address (`invalid_webhook_url`, the message says which); the body is not JSON (`invalid_json`) or not sent as application/json (`invalid_content_type`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The account already has 16 endpoints (`webhook_endpoint_limit`). */
+            409: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "webhook_endpoint_limit",
+                     *       "message": "The account already has the most webhook endpoints it may have (16): delete one first.",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than 64 KiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "payload_too_large",
+                     *       "message": "The request body is larger than the limit.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id (`we_…`). */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description An id is empty or longer than 64 characters (`invalid_request`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid_request",
+                     *       "message": "The request has a missing, unknown or invalid parameter or body field.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No webhook endpoint with this id in your account (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id (`we_…`). */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description An id is empty or longer than 64 characters (`invalid_request`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid_request",
+                     *       "message": "The request has a missing, unknown or invalid parameter or body field.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No webhook endpoint with this id in your account (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id (`we_…`). */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint after the change. */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description The body is missing or empty, a field is invalid, or there are unknown fields (`invalid_request`); the URL is not https, has credentials, or names a loopback, private, link-local or other internal address (`invalid_webhook_url`, the message says which); the body is not JSON (`invalid_json`) or not sent as application/json (`invalid_content_type`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No webhook endpoint with this id in your account (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than 64 KiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "payload_too_large",
+                     *       "message": "The request body is larger than the limit.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id (`we_…`). */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        /** @description No fields: send no body, or `{}`. */
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotatedSecret"];
+                };
+            };
+            /** @description An id is invalid or a body other than `{}` was sent (`invalid_request`), or the body is not JSON (`invalid_json`) or not application/json (`invalid_content_type`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No webhook endpoint with this id in your account (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than 64 KiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "payload_too_large",
+                     *       "message": "The request body is larger than the limit.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of deliveries to return. */
+                limit?: number;
+                status?: components["schemas"]["WebhookDeliveryStatus"];
+                /** @description Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. Do not build or edit it. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The endpoint id (`we_…`). */
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries (a bare JSON array). */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description RFC 8288 link to the next page: `</v1/webhook-endpoints/{endpointId}/deliveries?limit=20&cursor=…>; rel="next"` (root-relative; keeps `limit` and `status`). Absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveries"];
+                };
+            };
+            /** @description An id or query parameter is invalid (`invalid_request`) or the cursor is malformed, tampered with or for another filter (`invalid_cursor`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No webhook endpoint with this id in your account (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id (`we_…`). */
+                endpointId: string;
+                /** @description The delivery id (`whd_…`). */
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        /** @description No fields: send no body, or `{}`. */
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Queued: the delivery is `pending`, due now. */
+            202: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description An id is invalid or a body other than `{}` was sent (`invalid_request`), or the body is not JSON (`invalid_json`) or not application/json (`invalid_content_type`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No webhook endpoint, or no delivery of it, with this id in your account (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The endpoint is disabled (`webhook_endpoint_disabled`): enable it first. */
+            409: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "webhook_endpoint_disabled",
+                     *       "message": "The webhook endpoint is disabled: enable it (PATCH `disabled: false`) before retrying a delivery.",
                      *       "status": 409
                      *     }
                      */
