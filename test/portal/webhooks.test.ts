@@ -37,7 +37,7 @@ const decodeHtml = (html: string) =>
 /** The README's "Events and webhooks" section, up to the next second-level heading. */
 function readmeSection(): string {
   const readme = readFileSync('README.md', 'utf8');
-  const start = readme.indexOf('\n## Events and webhooks\n');
+  const start = readme.indexOf('\n## Events and webhooks (experimental)\n');
   assert.ok(start >= 0, 'the README has an "Events and webhooks" section');
   const end = readme.indexOf('\n## ', start + 1);
   return readme.slice(start, end < 0 ? undefined : end);
@@ -189,5 +189,14 @@ describe('/docs/webhooks', () => {
     assert.ok(readme.length >= 3, `the README section has its blocks (${readme.length})`);
     const page = fences.map((f) => f.code);
     for (const block of readme) assert.ok(page.includes(block), `not on /docs/webhooks:\n${block}`);
+    assert.ok(readme.some((block) => block.includes('node receiver.mjs &')) && readme.some((block) => block.includes('timingSafeEqual')), 'the whole flow: the receiver and its start');
+  });
+
+  test("when the README's configuration table is read, then it has every events and webhooks setting of src/config.ts, the schedule with the default of the code", () => {
+    const names = [...new Set([...readFileSync('src/config.ts', 'utf8').matchAll(/\b(PETSTORE_(?:EVENT|WEBHOOK)[A-Z_]*)\b/g)].map((m) => m[1]!))];
+    const readme = readFileSync('README.md', 'utf8');
+    assert.ok(names.length >= 8, names.join(', '));
+    for (const name of names) assert.match(readme, new RegExp(`^\\| \`${name}\` \\|`, 'm'), `${name} in the README's configuration table`);
+    assert.match(readme, new RegExp(`^\\| \`PETSTORE_WEBHOOK_RETRY_SCHEDULE\` \\| \`${DEFAULT_WEBHOOK_RETRY_SCHEDULE.join(',')}\` \\|`, 'm'));
   });
 });
