@@ -13,6 +13,7 @@ export type ListAllEventsParams = Omit<ListEventsParams, 'cursor'>;
 
 const EVENTS = '/events';
 
+/** @experimental `x-stability: experimental` in the API document: the shape may still change. */
 export class Events {
   readonly #core: Core;
 
