@@ -17,7 +17,7 @@ export interface CoreOptions {
 export type Query = Record<string, string | number | undefined>;
 
 export interface Call {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** Relative to the base URL, starting with `/`. */
   path: string;
   query?: Query | undefined;
@@ -25,6 +25,12 @@ export interface Call {
   body?: unknown;
   /** Writes only; generated when absent. */
   idempotencyKey?: string | undefined;
+  /**
+   * `false` for a write the server does not make idempotent (no Idempotency-Key support, and a
+   * repeat is not harmless: a second endpoint, a second rotation). It is then retried only on
+   * 429, which the server answers before doing any work, and sends no Idempotency-Key.
+   */
+  repeatable?: boolean | undefined;
 }
 
 export interface Answer<T> {
@@ -79,12 +85,14 @@ export class Core {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(call.body);
     }
-    if (call.method !== 'GET') headers['idempotency-key'] = call.idempotencyKey ?? newIdempotencyKey();
+    const repeatable = call.repeatable ?? true;
+    if (call.method !== 'GET' && repeatable) headers['idempotency-key'] = call.idempotencyKey ?? newIdempotencyKey();
     for (let retries = 0; ; retries += 1) {
       try {
         return await this.#attempt<T>(call.method, url, headers, body);
       } catch (error) {
         if (!(error instanceof PetstoreError)) throw error;
+        if (!repeatable && error.status !== 429) throw error;
         const delay = this.#retryDelayMs(error, retries);
         if (delay === undefined) throw error;
         await new Promise((resolve) => setTimeout(resolve, delay));

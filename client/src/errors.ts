@@ -15,9 +15,11 @@ export type ServerErrorCode = components['schemas']['Error']['code'] | ExampleCo
  *   when the `timeoutMs` of `messages.waitUntilDone` has passed;
  * - `network_error`: the connection failed or broke before a complete answer;
  * - `unexpected_response`: an answer the client cannot read, such as a non-JSON body, or an
- *   error status without an `Error` body (a proxy's HTML page); `status` is the answer's status.
+ *   error status without an `Error` body (a proxy's HTML page); `status` is the answer's status;
+ * - `invalid_signature`: `verifyWebhook` refused a delivery (missing headers, a timestamp out of
+ *   tolerance, or no signature matching the body under the secret); never sent by the server.
  */
-export type ClientErrorCode = 'timeout' | 'network_error' | 'unexpected_response';
+export type ClientErrorCode = 'timeout' | 'network_error' | 'unexpected_response' | 'invalid_signature';
 
 export type PetstoreErrorCode = ServerErrorCode | ClientErrorCode;
 

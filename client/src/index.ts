@@ -19,3 +19,24 @@ export {
   type ListAllMessagesParams,
   type WaitOptions,
 } from './resources/messages.js';
+export { type Events, type ListEventsParams, type ListAllEventsParams } from './resources/events.js';
+export {
+  type WebhookEndpoints,
+  type WebhookEndpoint,
+  type CreatedWebhookEndpoint,
+  type NewWebhookEndpoint,
+  type WebhookEndpointUpdate,
+  type RotatedSecret,
+  type WebhookDelivery,
+  type WebhookDeliveryStatus,
+  type ListWebhookEndpointsParams,
+  type ListWebhookDeliveriesParams,
+} from './resources/webhook-endpoints.js';
+export {
+  verifyWebhook,
+  type VerifyWebhookOptions,
+  type WebhookHeaders,
+  type Event,
+  type EventType,
+  DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
+} from './webhooks.js';

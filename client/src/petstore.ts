@@ -1,8 +1,10 @@
 // The client's entry object: options are checked once here, then shared by every resource.
 import { Core, type Fetch } from './core.js';
+import { Events } from './resources/events.js';
 import { Messages } from './resources/messages.js';
 import { Orders } from './resources/orders.js';
 import { Pets } from './resources/pets.js';
+import { WebhookEndpoints } from './resources/webhook-endpoints.js';
 
 export interface PetstoreOptions {
   /** Your API key (`psk_live_…` or `psk_test_…`), sent as `Authorization: Bearer <apiKey>`. */
@@ -34,6 +36,16 @@ export class Petstore {
    */
   readonly orders: Orders;
   /**
+   * The event log of the key's account, oldest first: what webhook endpoints receive, and how to catch up.
+   * @experimental `x-stability: experimental` in the API document: the shape may still change.
+   */
+  readonly events: Events;
+  /**
+   * Where the account's events are delivered (signed; check them with `verifyWebhook`), and the deliveries.
+   * @experimental `x-stability: experimental` in the API document: the shape may still change.
+   */
+  readonly webhookEndpoints: WebhookEndpoints;
+  /**
    * The messages of the key's account, through the messaging example API (`exampleApiUrl`):
    * send one (202, `queued`), then wait until it is `delivered` or `failed`.
    */
@@ -62,6 +74,8 @@ export class Petstore {
     const core = new Core({ ...shared, baseUrl: this.baseUrl });
     this.pets = new Pets(core);
     this.orders = new Orders(core);
+    this.events = new Events(core);
+    this.webhookEndpoints = new WebhookEndpoints(core);
     // The example API has its own base URL (and document); same key, retries and errors.
     this.messages = new Messages(new Core({ ...shared, baseUrl: this.exampleApiUrl }));
   }

@@ -23,6 +23,10 @@ import {
   type ListMessagesParams, type ListOrdersParams, type ListPetsParams, type Message, type Messages, type MessageStatus, type NewOrder,
   type NewPet, type Order, type Orders, type OrderStatus, type Page, type Pet, type Pets, Petstore, PetstoreError, type PetstoreErrorCode,
   type PetstoreOptions, type PetStatus, type ServerErrorCode, type WaitOptions, type WriteOptions,
+  type Event, type EventType, type Events, type ListEventsParams, type ListAllEventsParams, type WebhookEndpoints, type WebhookEndpoint,
+  type CreatedWebhookEndpoint, type NewWebhookEndpoint, type WebhookEndpointUpdate, type RotatedSecret, type WebhookDelivery,
+  type WebhookDeliveryStatus, type ListWebhookEndpointsParams, type ListWebhookDeliveriesParams, verifyWebhook, type VerifyWebhookOptions,
+  type WebhookHeaders, DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
 } from '@petstore/client';
 
 const options: PetstoreOptions = {
@@ -87,6 +91,48 @@ export async function everyMethod(): Promise<number> {
   const messageStatuses: MessageStatus[] = [done.status, settled.status, fetched.status];
   const outcome: Array<string | undefined> = [done.deliveredAt, settled.failureReason, fetched.createdAt];
   count += messagePage.data.length + firstMessages.length + messageStatuses.length + outcome.length;
+  const events: Events = petstore.events;
+  const eventParams: ListEventsParams = { limit: 20, type: ['pet.created', 'order.placed'], after: 41, cursor: 'abc' };
+  const eventPage: Page<Event> = await events.list(eventParams);
+  const allEvents: ListAllEventsParams = { type: 'pet.status_changed', after: 0 };
+  for await (const event of petstore.events.listAll(allEvents)) {
+    // The union narrows on type: only pet.status_changed has data.previousStatus.
+    if (event.type === 'pet.status_changed') count += event.data.previousStatus.length + event.data.object.id;
+    else if (event.type === 'order.placed') count += event.data.object.petId;
+  }
+  const oneEvent: Event = await petstore.events.get(eventPage.data[0]!.id);
+  const kinds: EventType[] = [oneEvent.type];
+  const hooks: WebhookEndpoints = petstore.webhookEndpoints;
+  const newEndpoint: NewWebhookEndpoint = { url: 'https://hooks.example.com/petstore', eventTypes: ['pet.created'], description: 'Sync' };
+  const endpoint: CreatedWebhookEndpoint = await hooks.create(newEndpoint);
+  const secret: string = endpoint.secret;
+  const endpointPage: Page<WebhookEndpoint> = await hooks.list({ limit: 10, cursor: 'abc' } satisfies ListWebhookEndpointsParams);
+  const gotEndpoint: WebhookEndpoint = await hooks.get(endpoint.id);
+  const changes: WebhookEndpointUpdate = { eventTypes: null, description: null, disabled: true, url: 'https://hooks.example.com/v2' };
+  const updated: WebhookEndpoint = await hooks.update(gotEndpoint.id, changes);
+  const rotated: RotatedSecret = await hooks.rotateSecret(updated.id);
+  const deliveryParams: ListWebhookDeliveriesParams = { status: 'failed', limit: 5, cursor: 'abc' };
+  const deliveries: Page<WebhookDelivery> = await hooks.deliveries(updated.id, deliveryParams);
+  const retried: WebhookDelivery = await hooks.retryDelivery(updated.id, deliveries.data[0]!.id);
+  const deliveryStatus: WebhookDeliveryStatus = retried.status;
+  const removed: void = await hooks.delete(updated.id);
+  const headers: WebhookHeaders = { 'Webhook-Id': 'evt_1', 'webhook-timestamp': '1', 'webhook-signature': ['v1,x'], other: undefined };
+  const verify: VerifyWebhookOptions = { headers, body: new Uint8Array(), secret, toleranceSeconds: DEFAULT_WEBHOOK_TOLERANCE_SECONDS };
+  const verified: Event = await verifyWebhook(verify);
+  const fromHeaders: Event = await verifyWebhook({ headers: new Headers(), body: '{}', secret: rotated.secret });
+  count += kinds.length + endpointPage.data.length + secret.length + deliveryStatus.length + verified.sequence + fromHeaders.sequence + String(removed).length;
+  // @ts-expect-error: not an event kind
+  await petstore.events.list({ type: 'pet.deleted' });
+  // @ts-expect-error: listAll takes no cursor
+  petstore.events.listAll({ cursor: 'abc' });
+  // @ts-expect-error: url is required
+  await petstore.webhookEndpoints.create({ eventTypes: ['pet.created'] });
+  // @ts-expect-error: the body must be the raw text or bytes, not a parsed object
+  await verifyWebhook({ headers, body: { type: 'pet.created' }, secret });
+  // @ts-expect-error: only pet.status_changed has previousStatus
+  if (oneEvent.type === 'pet.created') count += oneEvent.data.previousStatus.length;
+  const signatureCode: ClientErrorCode = 'invalid_signature';
+  count += signatureCode.length;
   try {
     await petstore.pets.get(again.id);
   } catch (error) {
@@ -176,11 +222,17 @@ describe('the packed @petstore/client, installed into an empty project', () => {
     const getDoc = /\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*get\(id: number\): Promise<Pet>;/.exec(pets)?.[1] ?? '';
     assert.match(getDoc.replace(/\s*\*\s*/g, ' '), /@deprecated .*5 December 2030.*\{@link Pets\.list\} with the `status` filter/);
     // Orders are experimental (x-stability): the class and each of its methods say so where editors show it.
-    const orders = readFileSync(path.join(project, 'node_modules', '@petstore', 'client', 'dist', 'resources', 'orders.d.ts'), 'utf8');
-    const methods = ['list', 'listAll', 'place', 'get', 'deliver', 'cancel'];
-    for (const name of ['class Orders', ...methods.map((m) => `${m}(`)]) {
-      const doc = new RegExp(`/\\*\\*((?:(?!\\*/)[\\s\\S])*)\\*/\\s*(?:export declare )?${name.replace('(', '\\(')}`).exec(orders)?.[1] ?? '';
-      assert.match(doc, /@experimental/, `${name} in orders.d.ts`);
+    const experimental = [
+      { file: 'orders.d.ts', names: ['class Orders', 'list(', 'listAll(', 'place(', 'get(', 'deliver(', 'cancel('] },
+      { file: 'events.d.ts', names: ['class Events', 'list(', 'listAll(', 'get('] },
+      { file: 'webhook-endpoints.d.ts', names: ['class WebhookEndpoints'] },
+    ];
+    for (const { file, names } of experimental) {
+      const text = readFileSync(path.join(project, 'node_modules', '@petstore', 'client', 'dist', 'resources', file), 'utf8');
+      for (const name of names) {
+        const doc = new RegExp(`/\\*\\*((?:(?!\\*/)[\\s\\S])*)\\*/\\s*(?:export declare )?${name.replace('(', '\\(')}`).exec(text)?.[1] ?? '';
+        assert.match(doc, /@experimental/, `${name} in ${file}`);
+      }
     }
   });
 

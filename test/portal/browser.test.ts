@@ -4,12 +4,14 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
+import { DEFAULT_WEBHOOK_RETRY_SCHEDULE } from '../../src/config.js';
 import { ERROR_CODES } from '../../src/errors.js';
+import { EVENT_TYPES } from '../../src/schemas/events.js';
 import { allOperations, type OpenApiDocument } from '../../src/http/portal/document.js';
 import { sharedAppWithKey, type TestApp } from '../helpers/app.js';
 import { browserSkip, launchChromium, SCREENSHOTS_DIR } from '../helpers/browser.js';
 
-const NAV = ['Reference', 'Quickstart', 'Errors', 'Deprecations', 'openapi.json', 'Example API openapi.json'];
+const NAV = ['Reference', 'Quickstart', 'Webhooks', 'Errors', 'Deprecations', 'openapi.json', 'Example API openapi.json'];
 
 /** Swagger UI's element for an operation (its deep-link id). */
 const operationBlock = (page: Page, tag: string, operationId: string) => page.locator(`#operations-${tag}-${operationId}`);
@@ -281,6 +283,28 @@ describe('developer portal in Chromium', { skip: browserSkip }, () => {
     assert.match(await messaging.innerText(), /Send a message/);
     assert.deepEqual(await page.locator('main table tbody td:first-child code').allInnerTexts(), ['queued', 'delivered', 'failed']);
     assert.ok((await page.locator('main a[href="/docs#/messages/sendMessage"]').count()) >= 1, 'it links sendMessage in the reference');
+  });
+
+  test('when /docs/webhooks is opened, then it renders its sections and generated tables with the one navigation, Webhooks current', async () => {
+    await page.goto(`${app.url}/docs/webhooks`);
+    assert.equal(await page.locator('main h1').innerText(), 'Events and webhooks');
+    assert.deepEqual(await page.locator('.portal-nav a').allInnerTexts(), ['Petstore API', ...NAV]);
+    assert.equal(await page.locator('.portal-nav a[aria-current="page"]').innerText(), 'Webhooks');
+    assert.deepEqual(await page.locator('main h2').allInnerTexts(), [
+      'Event kinds',
+      'Try it on your machine',
+      'Signatures',
+      'Retries, 410, redirects and timeouts',
+      'Ordering and catching up',
+      'Rotating the secret',
+      'Address policy',
+    ]);
+    assert.deepEqual(await page.locator('table.event-kinds tbody td:first-child code').allInnerTexts(), [...EVENT_TYPES]);
+    assert.equal(await page.locator('table.retry-schedule tbody tr').count(), DEFAULT_WEBHOOK_RETRY_SCHEDULE.length);
+    assert.match(await page.locator('main pre code.language-js').innerText(), /timingSafeEqual/);
+    // The generated tables are readable: no cell squeezed to nothing.
+    for (const cell of await page.locator('table.event-kinds td').all()) assert.ok(((await cell.boundingBox())?.width ?? 0) > 40);
+    await screenshot(page, 'webhooks');
   });
 
   test('when every page has been used, then every request went to the service and the console had no errors', () => {

@@ -15,6 +15,7 @@ import { EXAMPLE_BASE_PATH } from '../routes/messages.js';
 import { deprecationsList } from './deprecations-page.js';
 import { errorsTable } from './errors-page.js';
 import { ASSETS_PREFIX, DOCS_PATH, renderPage } from './layout.js';
+import { webhooksMain } from './webhooks-page.js';
 import { escapeHtml, markdown } from './markdown.js';
 import type { OpenApiDocument } from './document.js';
 
@@ -153,6 +154,9 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, 
   const quickstart = memo(() =>
     renderPage({ title: 'Quickstart', path: `${DOCS_PATH}/quickstart`, main: markdown.render(readPage('quickstart.md')), mainClass: 'guide' }),
   );
+  const webhooks = memo(() =>
+    renderPage({ title: 'Events and webhooks', path: `${DOCS_PATH}/webhooks`, main: webhooksMain(readPage('webhooks.md')), mainClass: 'guide' }),
+  );
   const errors = memo(() =>
     renderPage({
       title: 'Errors',
@@ -164,5 +168,6 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, 
 
   app.get(DOCS_PATH, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, reference()));
   app.get(`${DOCS_PATH}/quickstart`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, quickstart()));
+  app.get(`${DOCS_PATH}/webhooks`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, webhooks()));
   app.get(`${DOCS_PATH}/errors`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, errors()));
 };

@@ -15,7 +15,10 @@ import {
 import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../types.js';
 import type { SqliteContext } from './orders.js';
 
-const DELIVERY_FROM = 'webhook_deliveries d JOIN events e ON e.account_id = d.account_id AND e.seq = d.event_seq';
+const DELIVERY_JOIN = 'JOIN events e ON e.account_id = d.account_id AND e.seq = d.event_seq';
+const DELIVERY_FROM = `webhook_deliveries d ${DELIVERY_JOIN}`;
+/** INDEXED BY must follow its table (and alias), before the JOIN: anywhere else it is a syntax error. */
+const DELIVERY_BY_STATUS_FROM = `webhook_deliveries d INDEXED BY webhook_deliveries_by_status ${DELIVERY_JOIN}`;
 
 export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): WebhookRepository {
   const endpointById = (accountId: string, id: string) =>
@@ -178,7 +181,7 @@ export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): Webh
     async listWebhookDeliveries({ accountId, endpointId, limit, status, afterSeq = 0 }) {
       const rows = status
         ? stmt<[string, string, string, number, number], DeliveryRow>(
-            `SELECT ${DELIVERY_COLUMNS} FROM ${DELIVERY_FROM.replace(' d ', ' d INDEXED BY webhook_deliveries_by_status ')}
+            `SELECT ${DELIVERY_COLUMNS} FROM ${DELIVERY_BY_STATUS_FROM}
              WHERE d.endpoint_id = ? AND d.account_id = ? AND d.status = ? AND d.event_seq > ? ORDER BY d.event_seq LIMIT ?`,
           ).all(endpointId, accountId, status, afterSeq, limit)
         : stmt<[string, string, number, number], DeliveryRow>(
