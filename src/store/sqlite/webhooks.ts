@@ -178,7 +178,9 @@ export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): Webh
     async listWebhookDeliveries({ accountId, endpointId, limit, status, afterSeq = 0 }) {
       const rows = status
         ? stmt<[string, string, string, number, number], DeliveryRow>(
-            `SELECT ${DELIVERY_COLUMNS} FROM ${DELIVERY_FROM} INDEXED BY webhook_deliveries_by_status
+            // INDEXED BY goes right after its table (and alias), before the join.
+            `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d INDEXED BY webhook_deliveries_by_status
+             JOIN events e ON e.account_id = d.account_id AND e.seq = d.event_seq
              WHERE d.endpoint_id = ? AND d.account_id = ? AND d.status = ? AND d.event_seq > ? ORDER BY d.event_seq LIMIT ?`,
           ).all(endpointId, accountId, status, afterSeq, limit)
         : stmt<[string, string, number, number], DeliveryRow>(
