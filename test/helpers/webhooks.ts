@@ -6,11 +6,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
-/** `petstore serve` settings for deliveries to a local http receiver, with short leases (2 × 1 s + 10 s) and quick retries. */
+/**
+ * `petstore serve` settings for deliveries to a local http receiver, with short leases
+ * (2 × 3 s + 10 s) and quick retries. The timeout leaves room for a loaded machine: an attempt
+ * that times out is sent again, which would break the exactly-once checks.
+ */
 export const WEBHOOK_ENV: Record<string, string> = {
   PETSTORE_WEBHOOK_ALLOW_HTTP: 'true',
   PETSTORE_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.1/32',
-  PETSTORE_WEBHOOK_TIMEOUT_MS: '1000',
+  PETSTORE_WEBHOOK_TIMEOUT_MS: '3000',
   PETSTORE_WEBHOOK_RETRY_SCHEDULE: '0,1,1,1',
 };
 
@@ -19,6 +23,8 @@ export interface Received {
   body: string;
   timestamp: string;
   signature: string;
+  /** The receiver's answer was written out (false while it waits, or when the connection died first). */
+  answered: boolean;
 }
 
 export interface Receiver {
@@ -37,12 +43,15 @@ export async function startReceiver(options: { delayMs?: number; status?: number
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({
+      const r: Received = {
         id: String(req.headers['webhook-id']),
         body: Buffer.concat(chunks).toString('utf8'),
         timestamp: String(req.headers['webhook-timestamp']),
         signature: String(req.headers['webhook-signature']),
-      });
+        answered: false,
+      };
+      received.push(r);
+      res.on('finish', () => (r.answered = true));
       const answer = () => res.writeHead(options.status ?? 204).end();
       if (options.delayMs) setTimeout(answer, options.delayMs);
       else answer();
