@@ -4,7 +4,8 @@
 //     server's worker off, then ONE server process starts with its worker on and delivers them to
 //     a receiver in this process answering 204 at once. Target: >= 1000 deliveries/s.
 // (ii) POST /v1/pets with events on (one endpoint registered, so each create also writes its
-//     delivery and job) vs PETSTORE_EVENTS=false: autocannon, 50 connections, alternating runs.
+//     delivery and job) vs PETSTORE_EVENTS=false: autocannon, 50 connections, alternating runs
+//     (plus events on for an account with no endpoint, to tell the costs apart).
 //     Target: with events within 10 % of without.
 // Everything on 127.0.0.1; the built server (dist/, bin/petstore.js): run `npm run build` first.
 // PostgreSQL: a fresh database on PETSTORE_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres), dropped at the end.
@@ -189,23 +190,29 @@ async function main(): Promise<void> {
     if (opts['cpu-prof']) log(`CPU profile of the draining server in ${profileDir} (summarize: node --import tsx bench/cpuprofile-summary.ts ${profileDir}); the temp dir is removed at exit, so it is copied to ${path.join(ROOT, 'bench', 'results', 'webhooks-profile')}`);
     if (opts['cpu-prof']) fs.cpSync(profileDir, path.join(ROOT, 'bench', 'results', 'webhooks-profile'), { recursive: true });
 
-    // (ii) POST /v1/pets, events off vs on, alternating (off, on, off, on) on this noisy machine.
+    // (ii) POST /v1/pets, alternating modes (twice each) on this noisy machine: events off; on
+    // with one endpoint (each create also writes a delivery and a job); on with no endpoint
+    // (the event row only: tells the event's cost from the outbox fan-out's).
     const writeKey = await newKey('bench-writes');
+    const bareKey = await newKey('bench-writes-no-endpoint');
     server = await serve({ PETSTORE_WEBHOOK_WORKER: 'false' });
     await post(writeKey, '/v1/webhook-endpoints', { url: receiver.url });
     await stopChild(server);
-    const runs: Array<{ mode: 'off' | 'on'; load: LoadResult }> = [];
-    for (const mode of ['off', 'on', 'off', 'on'] as const) {
-      // The worker is off in both: this measures the write path (event, delivery and job rows), not delivering.
-      server = await serve({ PETSTORE_EVENTS: mode === 'on' ? 'true' : 'false', PETSTORE_WEBHOOK_WORKER: 'false' });
-      await runLoad({ url: baseUrl, connections: CONNECTIONS, duration: 1, requests: [petRequest(writeKey)], serverPid: server.pid }); // warm-up
-      const load = await runLoad({ url: baseUrl, connections: CONNECTIONS, duration: SECONDS, requests: [petRequest(writeKey)], serverPid: server.pid });
+    type Mode = 'off' | 'on' | 'on, no endpoint';
+    const runs: Array<{ mode: Mode; load: LoadResult }> = [];
+    for (const mode of ['off', 'on', 'on, no endpoint', 'off', 'on', 'on, no endpoint'] as const) {
+      const key = mode === 'on, no endpoint' ? bareKey : writeKey;
+      // The worker is off in all: this measures the write path, not delivering.
+      const prof = opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'bench', 'results', `webhooks-profile-writes-${mode.replace(/\W+/g, '-')}`)}`] : [];
+      server = await serve({ PETSTORE_EVENTS: mode === 'off' ? 'false' : 'true', PETSTORE_WEBHOOK_WORKER: 'false' }, prof);
+      await runLoad({ url: baseUrl, connections: CONNECTIONS, duration: 1, requests: [petRequest(key)], serverPid: server.pid }); // warm-up
+      const load = await runLoad({ url: baseUrl, connections: CONNECTIONS, duration: SECONDS, requests: [petRequest(key)], serverPid: server.pid });
       checkLoad(`POST /v1/pets events ${mode}`, load);
       runs.push({ mode, load });
       log(`POST /v1/pets events ${mode}: ${Math.round(load.reqPerSec)} req/s, p99 ${load.latencyMs.p99.toFixed(1)} ms, other CPU ${Math.round(load.otherCpuPct)}%`);
       await stopChild(server);
     }
-    const mean = (mode: 'off' | 'on') => {
+    const mean = (mode: Mode) => {
       const rates = runs.filter((r) => r.mode === mode).map((r) => r.load.reqPerSec);
       return rates.reduce((a, b) => a + b, 0) / rates.length;
     };
@@ -217,7 +224,8 @@ async function main(): Promise<void> {
       '|---|---:|---:|---|',
       `| drain: ${EVENTS} deliveries, one process, one endpoint | ${Math.round(drainRate)}/s (${drainSec.toFixed(2)} s) | ≥ ${DRAIN_TARGET}/s | ${verdict(drainRate >= DRAIN_TARGET)} |`,
       ...runs.map((r, i) => `| POST /v1/pets, events ${r.mode} (run ${i + 1}, ${CONNECTIONS} conns, ${SECONDS} s) | ${Math.round(r.load.reqPerSec)} req/s, p99 ${r.load.latencyMs.p99.toFixed(1)} ms, server CPU ${Math.round(r.load.serverCpuPct)} %, others ${Math.round(r.load.otherCpuPct)} % | | |`),
-      `| POST /v1/pets, events on / off (means) | ${(100 * ratio).toFixed(1)} % | ≥ ${100 * WRITE_TARGET_RATIO} % | ${verdict(ratio >= WRITE_TARGET_RATIO)} |`,
+      `| POST /v1/pets, events on (one endpoint) / off (means) | ${(100 * ratio).toFixed(1)} % | ≥ ${100 * WRITE_TARGET_RATIO} % | ${verdict(ratio >= WRITE_TARGET_RATIO)} |`,
+      `| POST /v1/pets, events on (no endpoint) / off (means) | ${(100 * (mean('on, no endpoint') / mean('off'))).toFixed(1)} % | (diagnostic) | |`,
     ];
     process.stdout.write(`\n### Webhooks bench (${opts.store}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((n) => n.toFixed(1)).join(' ')})\n\n${rows.join('\n')}\n`);
   } finally {
