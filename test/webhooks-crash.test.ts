@@ -125,7 +125,8 @@ describe('webhook deliveries across process deaths', { concurrency: 3 }, () => {
 
   it('postgres: when two instances share one database and drain 1000 events to one endpoint, then both take work and each event is received exactly once', { skip: backends.includes(postgresBackend) ? false : 'set PETSTORE_TEST_POSTGRES_URL', timeout: 80_000 }, async (t) => {
     const fixture = await createFixture(postgresBackend);
-    const receiver = await startReceiver();
+    // 50 ms an answer: one instance alone needs 3 s or more (16 at once), so both get work however far apart they start.
+    const receiver = await startReceiver({ delayMs: 50 });
     const servers: ServerChild[] = [];
     t.after(async () => {
       for (const server of servers) server.kill('SIGKILL');
