@@ -40,7 +40,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const store = await createStore(config);
   if (options.migrations !== 'skip') await prepareSchema(config, store, logger);
   const app = await buildApp({ config, store, logger });
-  app.addHook('onClose', async () => store.close());
   let listening = false;
   let signalledEarly: string | undefined;
   let closing = false;
@@ -66,7 +65,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   };
   const close = (signal: string) => {
     logger.info({ signal }, 'shutting down: finishing requests in flight');
-    app.close().then(
+    // The store closes after the app, not in an onClose hook: those run last-registered
+    // first, so it would close before the workers' hooks record the attempts they hold.
+    app.close().then(() => store.close()).then(
       () => {
         logger.info('shut down cleanly');
         process.exit(0);

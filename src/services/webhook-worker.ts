@@ -159,7 +159,10 @@ export function createWebhookWorker(deps: { store: Store; clock: Clock; log: Fas
           waitingCount--;
           start(next);
         }
-        if (!stopped) void pump();
+        // With a waiting delivery started, the endpoint is at its limit again: a claim now would
+        // skip it and scan every due job of it for nothing (per attempt: quadratic in a backlog).
+        // Other endpoints' jobs are claimed by the next poll, a wake, or an attempt with none waiting.
+        else if (!stopped) void pump();
         checkIdle();
       });
   }
@@ -184,7 +187,10 @@ export function createWebhookWorker(deps: { store: Store; clock: Clock; log: Fas
       const max = Math.min(room, CLAIM_MAX);
       const claimed = await store.claimWebhookDeliveries(clock.now(), leaseMs, max, busy);
       for (const d of claimed) take(d);
-      full = claimed.length === max;
+      // Claim again at once only if an endpoint just claimed for has room left: when all are at
+      // their limit the next claim would skip them, scanning their due jobs for nothing (a poll,
+      // a wake or a finished attempt looks again soon enough for other endpoints).
+      full = claimed.length === max && claimed.some((d) => (running.get(d.endpointId) ?? 0) < options.endpointConcurrency);
       if (claimed.length === 0) lastEmptyClaim = clock.now();
     } catch (err) {
       warn(err, 'webhook worker: could not claim deliveries; retrying');

@@ -1,0 +1,250 @@
+// Webhook bench (standalone; bench/run.ts is the HTTP bench):
+//   node --import tsx bench/webhooks.ts [--store sqlite|postgres] [--events 10000] [--seconds 4] [--cpu-prof]
+// (i) Drain rate: a backlog of --events pet.created events for one endpoint is written with the
+//     server's worker off, then ONE server process starts with its worker on and delivers them to
+//     a receiver in this process answering 204 at once. Target: >= 1000 deliveries/s.
+// (ii) POST /v1/pets with events on (one endpoint registered, so each create also writes its
+//     delivery and job) vs PETSTORE_EVENTS=false: autocannon, 50 connections, alternating runs
+//     (plus events on for an account with no endpoint, to tell the costs apart).
+//     Target: with events within 10 % of without.
+// Everything on 127.0.0.1; the built server (dist/, bin/petstore.js): run `npm run build` first.
+// PostgreSQL: a fresh database on PETSTORE_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres), dropped at the end.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { runLoad, type LoadResult } from './lib/load.js';
+import { type Child, freePort, runNode, startChild, stopAllChildren, stopChild, waitForHttp } from './lib/procs.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const BIN = path.join(ROOT, 'bin', 'petstore.js');
+const DRAIN_TARGET = 1000;
+const WRITE_TARGET_RATIO = 0.9;
+const CONNECTIONS = 50;
+/** The whole bench gives up after this long (a stuck drain must not hang it). */
+const DEADLINE_MS = 10 * 60_000;
+
+const { values: opts } = parseArgs({
+  options: {
+    store: { type: 'string', default: 'sqlite' },
+    events: { type: 'string', default: '10000' },
+    seconds: { type: 'string', default: '4' },
+    'cpu-prof': { type: 'boolean', default: false },
+  },
+});
+if (opts.store !== 'sqlite' && opts.store !== 'postgres') throw new Error('--store is sqlite or postgres');
+const EVENTS = Number(opts.events);
+const SECONDS = Number(opts.seconds);
+
+const log = (message: string) => process.stderr.write(`[bench:webhooks] ${message}\n`);
+
+/** A receiver answering 204 at once; counts distinct webhook-ids and when the first and the last new one came. */
+async function startReceiver() {
+  const ids = new Set<string>();
+  let received = 0;
+  let first = 0;
+  let last = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received++;
+      const id = String(req.headers['webhook-id']);
+      if (!ids.has(id)) {
+        ids.add(id);
+        last = performance.now();
+        if (ids.size === 1) first = last;
+      }
+      res.writeHead(204).end();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    stats: () => ({ distinct: ids.size, received, first, last }),
+    reset() {
+      ids.clear();
+      received = 0;
+      first = last = 0;
+    },
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+interface Database {
+  url: string;
+  drop(): Promise<void>;
+}
+
+async function createDatabase(tmp: string): Promise<Database> {
+  if (opts.store === 'sqlite') return { url: path.join(tmp, 'petstore.db'), drop: async () => {} };
+  const admin = process.env.PETSTORE_BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+  const name = `petstore_bench_${randomBytes(6).toString('hex')}`;
+  const adminQuery = async (sql: string) => {
+    const client = new pg.Client({ connectionString: admin });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await adminQuery(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => adminQuery(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`) };
+}
+
+async function main(): Promise<void> {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'petstore-bench-webhooks-'));
+  const database = await createDatabase(tmp);
+  const receiver = await startReceiver();
+  const profileDir = path.join(tmp, 'profiles');
+  try {
+    const port = await freePort();
+    const baseUrl = `http://127.0.0.1:${port}`;
+    // Only our PETSTORE_* settings: a developer's shell must not change what is measured.
+    const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PETSTORE_')));
+    const env: NodeJS.ProcessEnv = {
+      ...baseEnv,
+      NODE_ENV: 'production',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PETSTORE_ENV: 'production',
+      PETSTORE_DATABASE_URL: database.url,
+      PETSTORE_LOG_LEVEL: 'warn',
+      PETSTORE_RATE_LIMIT_PER_SECOND: '1000000',
+      PETSTORE_RATE_LIMIT_BURST: '1000000',
+      PETSTORE_WEBHOOK_ALLOW_HTTP: 'true',
+      PETSTORE_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.1/32',
+    };
+    await runNode([BIN, 'migrate', '--json'], env);
+    const newKey = async (name: string) => {
+      const account = JSON.parse(await runNode([BIN, 'accounts', 'create', '--name', name, '--json'], env)) as { id: string };
+      return (JSON.parse(await runNode([BIN, 'keys', 'create', '--account', account.id, '--json'], env)) as { key: string }).key;
+    };
+    const serve = async (extra: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<Child> => {
+      const child = startChild('service', [...nodeArgs, BIN, 'serve'], { ...env, ...extra }, { cwd: ROOT, forward: true });
+      await waitForHttp(child, `${baseUrl}/readyz`);
+      return child;
+    };
+    const post = async (key: string, p: string, body: unknown) => {
+      const res = await fetch(baseUrl + p, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      if (res.status !== 201) throw new Error(`POST ${p}: ${res.status} ${await res.text()}`);
+      return res.json() as Promise<unknown>;
+    };
+    const petRequest = (key: string) => ({
+      method: 'POST',
+      path: '/v1/pets',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Rex', categoryId: 1, status: 'available' }),
+    });
+    const checkLoad = (what: string, load: LoadResult) => {
+      if (load.non2xx > 0 || load.errors > 0 || load.timeouts > 0) {
+        throw new Error(`${what}: ${load.non2xx} non-2xx (${JSON.stringify(load.statusCodes)}), ${load.errors} errors, ${load.timeouts} timeouts`);
+      }
+    };
+
+    // (i) The backlog, written with the worker off.
+    const drainKey = await newKey('bench-drain');
+    let server = await serve({ PETSTORE_WEBHOOK_WORKER: 'false' });
+    await post(drainKey, '/v1/webhook-endpoints', { url: receiver.url });
+    let t0 = performance.now();
+    const seeded = await runLoad({ url: baseUrl, connections: CONNECTIONS, duration: 0, amount: EVENTS, requests: [petRequest(drainKey)], serverPid: server.pid });
+    checkLoad('seeding', seeded);
+    log(`${EVENTS} events queued in ${((performance.now() - t0) / 1000).toFixed(1)} s (worker off)`);
+    await stopChild(server);
+
+    // One process with its worker on: time from the first delivery received to the last distinct one.
+    receiver.reset();
+    t0 = performance.now();
+    server = await serve({}, opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
+    const drainDeadline = Date.now() + 120_000;
+    while (receiver.stats().distinct < EVENTS) {
+      if (Date.now() > drainDeadline) throw new Error(`drain: only ${receiver.stats().distinct} of ${EVENTS} received after 120 s`);
+      await sleep(20);
+    }
+    const drain = receiver.stats();
+    const drainSec = (drain.last - drain.first) / 1000;
+    const drainRate = (EVENTS - 1) / drainSec;
+    // Recorded too: the pending gauge (the whole store) reaches 0 once every outcome is written.
+    let pending = NaN;
+    for (let i = 0; i < 100; i++) {
+      const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+      pending = Number(/^petstore_webhook_deliveries_pending (\d+)/m.exec(metrics)?.[1] ?? NaN);
+      if (pending === 0) break;
+      await sleep(100);
+    }
+    const recordedSec = (performance.now() - t0) / 1000;
+    log(`drained ${EVENTS} in ${drainSec.toFixed(2)} s (${Math.round(drainRate)}/s), ${drain.received - drain.distinct} repeats; pending after ${recordedSec.toFixed(1)} s from spawn: ${pending}`);
+    await stopChild(server);
+    if (opts['cpu-prof']) log(`CPU profile of the draining server in ${profileDir} (summarize: node --import tsx bench/cpuprofile-summary.ts ${profileDir}); the temp dir is removed at exit, so it is copied to ${path.join(ROOT, 'bench', 'results', 'webhooks-profile')}`);
+    if (opts['cpu-prof']) fs.cpSync(profileDir, path.join(ROOT, 'bench', 'results', 'webhooks-profile'), { recursive: true });
+
+    // (ii) POST /v1/pets, alternating modes (twice each) on this noisy machine: events off; on
+    // with one endpoint (each create also writes a delivery and a job); on with no endpoint
+    // (the event row only: tells the event's cost from the outbox fan-out's).
+    const writeKey = await newKey('bench-writes');
+    const bareKey = await newKey('bench-writes-no-endpoint');
+    server = await serve({ PETSTORE_WEBHOOK_WORKER: 'false' });
+    await post(writeKey, '/v1/webhook-endpoints', { url: receiver.url });
+    await stopChild(server);
+    type Mode = 'off' | 'on' | 'on, no endpoint';
+    const runs: Array<{ mode: Mode; load: LoadResult }> = [];
+    for (const mode of ['off', 'on', 'on, no endpoint', 'off', 'on', 'on, no endpoint'] as const) {
+      const key = mode === 'on, no endpoint' ? bareKey : writeKey;
+      // The worker is off in all: this measures the write path, not delivering.
+      const prof = opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'bench', 'results', `webhooks-profile-writes-${mode.replace(/\W+/g, '-')}`)}`] : [];
+      server = await serve({ PETSTORE_EVENTS: mode === 'off' ? 'false' : 'true', PETSTORE_WEBHOOK_WORKER: 'false' }, prof);
+      await runLoad({ url: baseUrl, connections: CONNECTIONS, duration: 1, requests: [petRequest(key)], serverPid: server.pid }); // warm-up
+      const load = await runLoad({ url: baseUrl, connections: CONNECTIONS, duration: SECONDS, requests: [petRequest(key)], serverPid: server.pid });
+      checkLoad(`POST /v1/pets events ${mode}`, load);
+      runs.push({ mode, load });
+      log(`POST /v1/pets events ${mode}: ${Math.round(load.reqPerSec)} req/s, p99 ${load.latencyMs.p99.toFixed(1)} ms, other CPU ${Math.round(load.otherCpuPct)}%`);
+      await stopChild(server);
+    }
+    const mean = (mode: Mode) => {
+      const rates = runs.filter((r) => r.mode === mode).map((r) => r.load.reqPerSec);
+      return rates.reduce((a, b) => a + b, 0) / rates.length;
+    };
+    const ratio = mean('on') / mean('off');
+
+    const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
+    const rows = [
+      '| measure | value | target | verdict |',
+      '|---|---:|---:|---|',
+      `| drain: ${EVENTS} deliveries, one process, one endpoint | ${Math.round(drainRate)}/s (${drainSec.toFixed(2)} s) | ≥ ${DRAIN_TARGET}/s | ${verdict(drainRate >= DRAIN_TARGET)} |`,
+      ...runs.map((r, i) => `| POST /v1/pets, events ${r.mode} (run ${i + 1}, ${CONNECTIONS} conns, ${SECONDS} s) | ${Math.round(r.load.reqPerSec)} req/s, p99 ${r.load.latencyMs.p99.toFixed(1)} ms, server CPU ${Math.round(r.load.serverCpuPct)} %, others ${Math.round(r.load.otherCpuPct)} % | | |`),
+      `| POST /v1/pets, events on (one endpoint) / off (means) | ${(100 * ratio).toFixed(1)} % | ≥ ${100 * WRITE_TARGET_RATIO} % | ${verdict(ratio >= WRITE_TARGET_RATIO)} |`,
+      `| POST /v1/pets, events on (no endpoint) / off (means) | ${(100 * (mean('on, no endpoint') / mean('off'))).toFixed(1)} % | (diagnostic) | |`,
+    ];
+    process.stdout.write(`\n### Webhooks bench (${opts.store}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((n) => n.toFixed(1)).join(' ')})\n\n${rows.join('\n')}\n`);
+  } finally {
+    await stopAllChildren();
+    await receiver.close();
+    await database.drop();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+const deadline = setTimeout(() => {
+  log(`gave up after ${DEADLINE_MS / 1000} s`);
+  void stopAllChildren().finally(() => process.exit(1));
+}, DEADLINE_MS);
+deadline.unref();
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    log(err instanceof Error ? (err.stack ?? err.message) : String(err));
+    void stopAllChildren().finally(() => process.exit(1));
+  },
+);
