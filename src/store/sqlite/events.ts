@@ -6,34 +6,56 @@ import { EVENT_COLUMNS, type EventRow, eventBit, type NewEvent, randomId, toEven
 import type { EventRepository, ListEventsStoreQuery } from '../types.js';
 import type { SqliteContext } from './orders.js';
 
-/** Writes `events` for the account in the caller's transaction; their deliveries are due at `createdAt`. */
-export type SqliteEventWriter = (accountId: string, events: readonly NewEvent[], createdAt: string) => void;
+/** An event to write for an account, stamped with its change's time (its deliveries are due then). */
+export interface EventWrite {
+  accountId: string;
+  event: NewEvent;
+  createdAt: string;
+}
+
+/** Writes events in the caller's transaction: `write` for one change, `writeMany` for a group-commit chunk. */
+export interface SqliteEventWriter {
+  write(accountId: string, events: readonly NewEvent[], createdAt: string): void;
+  /** Each account's counter is taken and its endpoints read once for all of its events here. */
+  writeMany(writes: readonly EventWrite[]): void;
+}
 
 export function createSqliteEventWriter({ stmt, nextIds }: Pick<SqliteContext, 'stmt' | 'nextIds'>, enabled: boolean): SqliteEventWriter {
-  if (!enabled) return () => {};
-  return (accountId, events, createdAt) => {
-    if (events.length === 0) return;
-    const now = Date.parse(createdAt);
-    let seq = nextIds('last_event_seq', accountId, events.length);
-    const endpoints = stmt<[string], { id: string; event_mask: number }>(
-      'SELECT id, event_mask FROM webhook_endpoints WHERE account_id = ? AND disabled = 0',
-    ).all(accountId);
-    for (const event of events) {
-      stmt<unknown[], unknown>('INSERT INTO events (account_id, seq, id, type, created_at, data) VALUES (?, ?, ?, ?, ?, ?)').run(
-        accountId, seq, randomId('evt_'), event.type, createdAt, event.data,
-      );
-      const bit = eventBit(event.type);
-      for (const endpoint of endpoints) {
-        if ((endpoint.event_mask & bit) === 0) continue;
-        stmt<unknown[], unknown>(
-          "INSERT INTO webhook_deliveries (account_id, endpoint_id, event_seq, id, status, next_attempt_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)",
-        ).run(accountId, endpoint.id, seq, randomId('whd_'), now, createdAt);
-        stmt<unknown[], unknown>("INSERT INTO jobs (kind, account_id, ref, grp, run_at, created_at) VALUES ('webhook.deliver', ?, ?, ?, ?, ?)").run(
-          accountId, seq, endpoint.id, now, now,
-        );
-      }
-      seq++;
+  const writeMany = (writes: readonly EventWrite[]): void => {
+    if (!enabled || writes.length === 0) return;
+    const byAccount = new Map<string, EventWrite[]>();
+    for (const w of writes) {
+      const list = byAccount.get(w.accountId);
+      if (list) list.push(w);
+      else byAccount.set(w.accountId, [w]);
     }
+    for (const [accountId, list] of byAccount) {
+      let seq = nextIds('last_event_seq', accountId, list.length);
+      const endpoints = stmt<[string], { id: string; event_mask: number }>(
+        'SELECT id, event_mask FROM webhook_endpoints WHERE account_id = ? AND disabled = 0',
+      ).all(accountId);
+      for (const { event, createdAt } of list) {
+        stmt<unknown[], unknown>('INSERT INTO events (account_id, seq, id, type, created_at, data) VALUES (?, ?, ?, ?, ?, ?)').run(
+          accountId, seq, randomId('evt_'), event.type, createdAt, event.data,
+        );
+        const bit = eventBit(event.type);
+        for (const endpoint of endpoints) {
+          if ((endpoint.event_mask & bit) === 0) continue;
+          const now = Date.parse(createdAt);
+          stmt<unknown[], unknown>(
+            "INSERT INTO webhook_deliveries (account_id, endpoint_id, event_seq, id, status, next_attempt_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)",
+          ).run(accountId, endpoint.id, seq, randomId('whd_'), now, createdAt);
+          stmt<unknown[], unknown>("INSERT INTO jobs (kind, account_id, ref, grp, run_at, created_at) VALUES ('webhook.deliver', ?, ?, ?, ?, ?)").run(
+            accountId, seq, endpoint.id, now, now,
+          );
+        }
+        seq++;
+      }
+    }
+  };
+  return {
+    write: (accountId, events, createdAt) => writeMany(events.map((event) => ({ accountId, event, createdAt }))),
+    writeMany,
   };
 }
 

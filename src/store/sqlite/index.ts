@@ -167,7 +167,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     // the values validated, so the pet is what a SELECT would return.
     const pets = chunk.map(({ pet }, i) => toPet({ id: ids[offset + i]!, name: pet.name, category_id: pet.categoryId, status: pet.status ?? null }));
     // In the chunk's savepoint: a pet rolled back takes its event with it.
-    chunk.forEach(({ accountId, createdAt }, i) => writeEvents(accountId, [petCreatedEvent(pets[i]!)], createdAt));
+    writeEvents.writeMany(chunk.map(({ accountId, createdAt }, i) => ({ accountId, event: petCreatedEvent(pets[i]!), createdAt })));
     return pets;
   });
   /** Inserts `chunk` (ids from `ids[offset]` on) in a savepoint; on failure, one pet per savepoint. */
@@ -406,7 +406,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
           // Another request completed this key meanwhile: roll back our pet, never a duplicate.
           if (done.changes !== 1) throw new IdempotencyRace();
           const created = toPet(row);
-          writeEvents(accountId, [petCreatedEvent(created)], createdAt);
+          writeEvents.write(accountId, [petCreatedEvent(created)], createdAt);
           return created;
         }).immediate();
       } catch (err) {

@@ -49,7 +49,7 @@ export function createSqliteOrders({ db, stmt, cache, nextIds, writeEvents }: Sq
     }
     const order = toOrder(row);
     // The cause, then its effect on the pet.
-    writeEvents(accountId, [orderEvent(order), petStatusChangedEvent(changed, 'available')], createdAt);
+    writeEvents.write(accountId, [orderEvent(order), petStatusChangedEvent(changed, 'available')], createdAt);
     return { outcome: 'placed', order };
   });
 
@@ -64,7 +64,7 @@ export function createSqliteOrders({ db, stmt, cache, nextIds, writeEvents }: Sq
     // Only orders move a pet out of pending, so this holds; if not, change nothing.
     if (!pet) throw new Error(`order ${accountId}/${id}: pet ${current.pet_id} is not ${m.petFrom}`);
     const order = toOrder(row);
-    writeEvents(accountId, [orderEvent(order), petStatusChangedEvent(pet, m.petFrom)], updatedAt);
+    writeEvents.write(accountId, [orderEvent(order), petStatusChangedEvent(pet, m.petFrom)], updatedAt);
     return { outcome: 'moved', order };
   });
 
