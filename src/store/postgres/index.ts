@@ -9,6 +9,8 @@ import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
 import { createPostgresOrders } from './orders.js';
 import { createPostgresMessages } from './messages.js';
+import { watchKeyChanges } from './key-changes.js';
+import type { ApiKeyWatch } from '../types.js';
 import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
 
 /** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
@@ -154,6 +156,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
     VALUES ($1, (SELECT last_pet_id FROM next), $2, $3, $4, $5) RETURNING ${petColumns}`;
   const keyColumns = 'id, account_id, environment, key_hash, hint, created_at, revoked_at';
   let ended: Promise<void> | undefined;
+  const watches = new Set<ApiKeyWatch>();
 
   // Group commit for createPet, as on SQLite: the calls of one event-loop turn (and those made
   // while a batch is in flight) go in as one statement, so one commit and one WAL flush cover
@@ -290,6 +293,12 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
       return migrations.filter((m) => !done.has(m.version)).map((m) => m.version);
     },
 
+    watchApiKeys(onChange) {
+      const watch = watchKeyChanges(url, { connectionTimeoutMillis: CONNECTION_TIMEOUT_MS }, onChange);
+      watches.add(watch);
+      return watch;
+    },
+
     poolStats() {
       return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
     },
@@ -304,6 +313,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
         flush();
         await inFlight;
       }
+      await Promise.all([...watches].map((watch) => watch.close()));
       ended ??= pool.end();
       await ended;
     },
