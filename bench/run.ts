@@ -77,6 +77,7 @@ const HELP = `Usage: npm run bench -- [options]
   --store <s>         sqlite (default) or postgres: a fresh database created through the admin URL
                       PETSTORE_BENCH_POSTGRES_URL (default ${DEFAULT_ADMIN_URL}) and dropped after
   --log-level <l>     The service's PETSTORE_LOG_LEVEL (default warn; the shipped default is info)
+  --set NAME=VALUE    A PETSTORE_* setting for the service (repeatable), e.g. --set PETSTORE_PG_POOL_MAX=4
   -h, --help
 
 The defaults scenario (SQLite only; in the default run there) starts two more services on the same
@@ -88,6 +89,8 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 interface Options {
   scenarios: ScenarioId[];
+  /** Extra PETSTORE_* settings for the service (--set). */
+  settings: Record<string, string>;
   store: StoreKind;
   logLevel: string;
   duration: number;
@@ -110,6 +113,7 @@ function parseOptions(argv: string[]): Options {
       'no-pin': { type: 'boolean' },
       store: { type: 'string' },
       'log-level': { type: 'string' },
+      set: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -138,8 +142,15 @@ function parseOptions(argv: string[]): Options {
     scenarios = SCENARIO_IDS.filter((id) => wanted.includes(id) || (id === 'soak' && values.soak === true));
     if (store === 'postgres' && scenarios.includes('defaults')) throw new Error('the defaults scenario runs on SQLite only');
   }
+  const settings: Record<string, string> = {};
+  for (const pair of values.set ?? []) {
+    const eq = pair.indexOf('=');
+    if (eq < 1 || !pair.startsWith('PETSTORE_')) throw new Error(`--set takes PETSTORE_NAME=value, got "${pair}"`);
+    settings[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
   return {
     scenarios,
+    settings,
     store,
     logLevel,
     duration: number(values.duration, 'duration', 5, 1),
@@ -215,6 +226,8 @@ interface Context {
   seed: SeedResult;
   /** Path (with the signed cursor) of page 5 000 of 20; set when a scenario needs it. */
   deepPath: string | undefined;
+  /** PostgreSQL runs: the pids of the bench database's backends now. */
+  databasePids?: () => Promise<number[]>;
 }
 
 /**
@@ -379,6 +392,7 @@ async function main(): Promise<number> {
       PETSTORE_LOG_LEVEL: opts.logLevel,
       PETSTORE_RATE_LIMIT_PER_SECOND: '1000000',
       PETSTORE_RATE_LIMIT_BURST: '1000000',
+      ...opts.settings,
     };
 
     const shownDatabase = opts.store === 'postgres' ? database.replace(/\/\/[^@/]*@/, '//') : dbFile;
@@ -394,6 +408,19 @@ async function main(): Promise<number> {
     const serviceLog = logsRequests(opts.logLevel) ? path.join(tmp, 'service.log') : undefined;
     const service = startChild('service', serverArgs, env, { cwd: ROOT, forward: true, cpu: serverCpu, ...(serviceLog ? { stdoutFile: serviceLog } : {}) });
     const ctx: Context = { baseUrl: `http://127.0.0.1:${port}`, seed, deepPath: undefined };
+    if (opts.store === 'postgres') {
+      const name = new URL(database).pathname.slice(1);
+      ctx.databasePids = async () => {
+        const admin = new pg.Client({ connectionString: adminUrl });
+        await admin.connect();
+        try {
+          const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name]);
+          return rows.map((r) => r.pid);
+        } finally {
+          await admin.end();
+        }
+      };
+    }
     await waitForHttp(service, `${ctx.baseUrl}/readyz`);
     const rss = new RssSampler(service.pid);
     log(`service ready on ${ctx.baseUrl} (pid ${service.pid}${pinned ? `, CPU ${SERVER_CPU}; bench on CPU ${BENCH_CPU}` : ''})`);
@@ -457,7 +484,7 @@ async function main(): Promise<number> {
       '',
       `Machine: ${machineLine(machine)}; CPU in use by others just before the run: ${Math.round(busyBeforePct)}% of a core.`,
       '',
-      `${storeLine} Service log level: ${opts.logLevel}. Catalogue: one account with ${CATALOG_PETS.toLocaleString('en-US')} pets (and ${OTHER_PETS.toLocaleString('en-US')} for each of two others, interleaved).`,
+      `${storeLine} Service log level: ${opts.logLevel}${Object.keys(opts.settings).length ? `; settings ${Object.entries(opts.settings).map(([k, v]) => `${k}=${v}`).join(', ')}` : ''}. Catalogue: one account with ${CATALOG_PETS.toLocaleString('en-US')} pets (and ${OTHER_PETS.toLocaleString('en-US')} for each of two others, interleaved).`,
       '',
       `Each row: ${opts.duration} s of load from autocannon in the bench process over loopback, after a ${opts.warmup} s warm-up at ${WARMUP_CONNECTIONS} connections per scenario` +
         `${pinned ? `; service and ceiling pinned to CPU ${SERVER_CPU}, bench to CPU ${BENCH_CPU}` : '; no CPU pinning'}. ` +
@@ -615,7 +642,15 @@ async function measure(
     }
     for (const connections of CONNECTIONS) {
       await pause();
-      const load = await runLoad({ url: ctx.baseUrl, connections, duration: opts.duration, requests: scenario.requests(), serverPid: service.pid });
+      const databasePids = await ctx.databasePids?.();
+      const load = await runLoad({
+        url: ctx.baseUrl,
+        connections,
+        duration: opts.duration,
+        requests: scenario.requests(),
+        serverPid: service.pid,
+        ...(databasePids ? { databasePids } : {}),
+      });
       if (!isRunning(service)) throw new Error(`the service exited during ${scenario.id} @${connections}:\n${service.tail()}`);
       const row: Row = { id: scenario.id, scenario: scenario.title, connections, load, ratio: undefined, serverRssMb: rssMb() };
       if (scenario.id === 'deep-page') {
@@ -627,7 +662,9 @@ async function measure(
       rows.push(row);
       log(
         `${scenario.id} @${connections}: ${Math.round(load.reqPerSec)} req/s, p99 ${load.latencyMs.p99.toFixed(2)} ms, errors ${errorSummary(load)} ` +
-          `(server CPU ${Math.round(load.serverCpuPct)}%, bench ${Math.round(load.benchCpuPct)}%, other ${Math.round(load.otherCpuPct)}%)`,
+          `(server CPU ${Math.round(load.serverCpuPct)}% ${load.serverCpuUsPerRequest.toFixed(0)} µs/req, ` +
+          `${load.databaseCpuUsPerRequest === undefined ? '' : `PostgreSQL ${Math.round(load.databaseCpuPct!)}% ${load.databaseCpuUsPerRequest.toFixed(0)} µs/req, `}` +
+          `bench ${Math.round(load.benchCpuPct)}%, other ${Math.round(load.otherCpuPct)}%)`,
       );
     }
   }

@@ -10,6 +10,7 @@ import { migrations } from './migrations.js';
 import { createPostgresOrders } from './orders.js';
 import { createPostgresMessages } from './messages.js';
 import { watchKeyChanges } from './key-changes.js';
+import { createPipeline } from './pipeline.js';
 import type { ApiKeyWatch } from '../types.js';
 import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, type PetRow, toKey, toPet } from '../rows.js';
 
@@ -96,23 +97,36 @@ async function appliedVersions(db: Queryable): Promise<Set<number>> {
   }
 }
 
-export function createPostgresStore(url: string, options: { poolMax: number }): Store {
-  const pool = new pg.Pool({
+/**
+ * `pipelineConnections`: connections in pipeline mode for the hot reads (pipeline.ts), besides
+ * the pool; 0 sends those reads through the pool like everything else.
+ */
+export function createPostgresStore(url: string, options: { poolMax: number; pipelineConnections?: number }): Store {
+  const connection = {
     connectionString: url,
-    max: options.poolMax,
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
     // Detects a silently dead server on idle connections.
     keepAlive: true,
     types: typeParsers,
     // A 201 promises the pet is on disk: never inherit synchronous_commit=off from the server or role.
     options: '-c synchronous_commit=on',
-  });
+  };
+  const pool = new pg.Pool({ ...connection, max: options.poolMax });
+  const pipelineConnections = options.pipelineConnections ?? 1;
+  const pipeline = pipelineConnections > 0 ? createPipeline(connection, pipelineConnections) : undefined;
   // An idle client whose connection dies is already removed by the pool; without a
   // listener the 'error' event would crash the process.
   pool.on('error', () => {});
 
   const query = async <R extends QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> =>
     guard(async () => (await pool.query<R>(text, values)).rows);
+  // The hot statements are named: each connection parses and plans them once, then only
+  // binds and executes (pg otherwise sends an unnamed Parse with every call).
+  const prepared = async <R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]> =>
+    guard(async () => (await pool.query<R>({ name, text, values })).rows);
+  // The hot reads: named, and pipelined with the other reads of their event-loop turn.
+  const read = <R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]> =>
+    pipeline ? guard(() => pipeline.query<R>(name, text, values)) : prepared<R>(name, text, values);
 
   const rollback = (value: unknown): never => {
     throw new Rollback(value);
@@ -202,7 +216,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
   const commitBatch = async (batch: PendingPet[]): Promise<void> => {
     let rows: Array<{ account_id: string; base: number }>;
     try {
-      rows = await query<{ account_id: string; base: number }>(batchSql, [
+      rows = await prepared<{ account_id: string; base: number }>('create_pets', batchSql, [
         batch.map((b) => b.accountId),
         batch.map((b) => b.pet.name),
         batch.map((b) => b.pet.categoryId),
@@ -314,7 +328,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
         await inFlight;
       }
       await Promise.all([...watches].map((watch) => watch.close()));
-      ended ??= pool.end();
+      ended ??= Promise.all([pool.end(), pipeline?.close()]).then(() => undefined);
       await ended;
     },
 
@@ -349,7 +363,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
     },
 
     async findApiKeyByHash(keyHash) {
-      const [row] = await query<KeyRow>(`SELECT ${keyColumns} FROM api_keys WHERE key_hash = $1`, [keyHash]);
+      const [row] = await read<KeyRow>('find_api_key', `SELECT ${keyColumns} FROM api_keys WHERE key_hash = $1`, [keyHash]);
       return row && toKey(row);
     },
 
@@ -381,7 +395,7 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
     async getPet(accountId, id) {
       // A bigint parameter rejects fractions; no pet has such an id (SQLite answers undefined too).
       if (!Number.isSafeInteger(id)) return undefined;
-      const [row] = await query<PetRow>(`SELECT ${petColumns} FROM pets WHERE account_id = $1 AND id = $2`, [accountId, id]);
+      const [row] = await read<PetRow>('get_pet', `SELECT ${petColumns} FROM pets WHERE account_id = $1 AND id = $2`, [accountId, id]);
       return row && toPet(row);
     },
 
@@ -390,11 +404,13 @@ export function createPostgresStore(url: string, options: { poolMax: number }): 
       const after = Math.floor(afterId);
       const max = limit < 0 ? null : limit;
       const rows = status
-        ? await query<PetRow>(
+        ? await read<PetRow>(
+            'list_pets_by_status',
             `SELECT ${petColumns} FROM pets WHERE account_id = $1 AND status = $2 AND id > $3 ORDER BY id LIMIT $4`,
             [accountId, status, after, max],
           )
-        : await query<PetRow>(
+        : await read<PetRow>(
+            'list_pets',
             `SELECT ${petColumns} FROM pets WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
             [accountId, after, max],
           );
