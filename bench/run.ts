@@ -473,7 +473,7 @@ async function main(): Promise<number> {
 
     const targets = evaluateTargets(measured, serverMemory.hwmMb, opts);
     const storeLine = opts.store === 'postgres'
-      ? `Store: PostgreSQL (${await postgresVersion(database)}), a fresh database on ${adminUrl.replace(/\/\/[^@/]*@/, '//').replace(/\/[^/]*$/, '')}, dropped after the run; its CPU is in the "other" column, not in the service's.`
+      ? `Store: PostgreSQL (${await postgresVersion(database)}), a fresh database on ${adminUrl.replace(/\/\/[^@/]*@/, '//').replace(/\/[^/]*$/, '')}, dropped after the run; the CPU of its backends serving the service is shown apart ("+ PostgreSQL"), not in "other".`
       : 'Store: SQLite (a fresh file in the temp folder).';
     const wallSec = (Date.now() - wall0) / 1000;
     const invalid = measured.rows.filter(rowHasErrors);

@@ -11,7 +11,7 @@ import { InvalidJsonError, InvalidRequestError, MethodNotAllowedError } from '..
 import { sharedSchemas } from '../schemas/index.js';
 import { createServices, type Services } from '../services/index.js';
 import type { Store } from '../store/types.js';
-import { createRequestLineWriter, lazyChildLoggerFactory } from '../logger.js';
+import { createRequestLineWriter, lazyChildLoggerFactory, writesAt } from '../logger.js';
 import { createFastPath } from './fast-path.js';
 import { clientErrorHandler, frameworkErrorHandler, rawErrorReply, registerErrorHandling } from './plugins/errors.js';
 import { createMetrics, registerMetrics } from './plugins/metrics.js';
@@ -204,6 +204,11 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
   const closing = registerShutdown(app);
   const writeRequestLine = createRequestLineWriter(app.log);
   app.addHook('onResponse', (request, reply, done) => {
+    // At warn and above nothing is read: the getters below cost something each.
+    if (!writesAt(app.log, 'info')) {
+      done();
+      return;
+    }
     // What Fastify's serializers would take for req and res.
     writeRequestLine({
       reqId: request.id,
