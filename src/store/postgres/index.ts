@@ -21,6 +21,13 @@ export const MIGRATION_LOCK_KEY = 0x50455453;
 const CONNECTION_TIMEOUT_MS = 2000;
 
 const { types } = pg;
+
+/** A pets row selected as an array, in petColumns order; `status` NULL becomes absent, as in toPet. */
+function petOfArray(row: unknown[]): Pet {
+  const pet: Pet = { id: row[0] as number, name: row[1] as string, categoryId: row[2] as number };
+  if (row[3] !== null) pet.status = row[3] as NonNullable<Pet['status']>;
+  return pet;
+}
 const parseTimestamptz = types.getTypeParser(types.builtins.TIMESTAMPTZ, 'text') as (value: string) => Date;
 
 // Per-pool parsers (pg's global ones stay untouched): ids and category ids are bigint but the
@@ -127,6 +134,14 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
   // The hot reads: named, and pipelined with the other reads of their event-loop turn.
   const read = <R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]> =>
     pipeline ? guard(() => pipeline.query<R>(name, text, values)) : prepared<R>(name, text, values);
+  // Pets come back as arrays (id, name, category_id, status), made into Pets directly: one
+  // object per row instead of pg's row object and then ours.
+  const readPets = async (name: string, text: string, values: unknown[]): Promise<Pet[]> => {
+    const rows = pipeline
+      ? await guard(() => pipeline.queryArrays(name, text, values))
+      : await guard(async () => (await pool.query({ name, text, values, rowMode: 'array' })).rows as unknown[][]);
+    return rows.map(petOfArray);
+  };
 
   const rollback = (value: unknown): never => {
     throw new Rollback(value);
@@ -395,26 +410,25 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
     async getPet(accountId, id) {
       // A bigint parameter rejects fractions; no pet has such an id (SQLite answers undefined too).
       if (!Number.isSafeInteger(id)) return undefined;
-      const [row] = await read<PetRow>('get_pet', `SELECT ${petColumns} FROM pets WHERE account_id = $1 AND id = $2`, [accountId, id]);
-      return row && toPet(row);
+      const [pet] = await readPets('get_pet', `SELECT ${petColumns} FROM pets WHERE account_id = $1 AND id = $2`, [accountId, id]);
+      return pet;
     },
 
     async listPets({ accountId, limit, status, afterId = 0 }: ListPetsQuery) {
       // Integer ids: "id > 1.5" equals "id > 1". SQLite reads a negative LIMIT as none.
       const after = Math.floor(afterId);
       const max = limit < 0 ? null : limit;
-      const rows = status
-        ? await read<PetRow>(
+      return status
+        ? readPets(
             'list_pets_by_status',
             `SELECT ${petColumns} FROM pets WHERE account_id = $1 AND status = $2 AND id > $3 ORDER BY id LIMIT $4`,
             [accountId, status, after, max],
           )
-        : await read<PetRow>(
+        : readPets(
             'list_pets',
             `SELECT ${petColumns} FROM pets WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
             [accountId, after, max],
           );
-      return rows.map(toPet);
     },
 
     async claimIdempotencyKey({ accountId, key, requestHash, now, ttlMs, leaseMs }) {

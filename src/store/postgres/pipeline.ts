@@ -7,7 +7,7 @@
 // first query is sent and uncorked in the check phase, after every callback of the turn.
 // A lost connection fails the queries on it (the caller sees a connection error, 503) and is
 // replaced on the next query.
-import pg, { type ClientConfig, type QueryResultRow } from 'pg';
+import pg, { type ClientConfig, type QueryConfig, type QueryResultRow } from 'pg';
 
 interface Writable {
   cork(): void;
@@ -24,6 +24,8 @@ interface Lane {
 
 export interface Pipeline {
   query<R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]>;
+  /** Rows as arrays of column values: no object with named fields is built per row. */
+  queryArrays(name: string, text: string, values: unknown[]): Promise<unknown[][]>;
   close(): Promise<void>;
 }
 
@@ -61,24 +63,32 @@ export function createPipeline(config: ClientConfig, connections: number): Pipel
     lane.stream.uncork();
   };
 
+  function send<R>(config: { name: string; text: string; values: unknown[]; rowMode?: 'array' }): Promise<R[]> {
+    if (closed) return Promise.reject(new Error('Client was closed and is not queryable'));
+    let lane = current;
+    if (!lane || lane.dead) {
+      const i = next;
+      next = (next + 1) % lanes.length;
+      lane = lanes[i];
+      if (!lane || lane.dead) lanes[i] = lane = open();
+      current = lane;
+      // Before connect completes, pg holds the queries and sends them together anyway.
+      if (lane.connected) {
+        lane.corked = true;
+        lane.stream.cork();
+      }
+      setImmediate(endTurn, lane);
+    }
+    return (lane.client.query(config as QueryConfig) as unknown as Promise<{ rows: R[] }>).then((result) => result.rows);
+  }
+
   return {
     query<R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]> {
-      if (closed) return Promise.reject(new Error('Client was closed and is not queryable'));
-      let lane = current;
-      if (!lane || lane.dead) {
-        const i = next;
-        next = (next + 1) % lanes.length;
-        lane = lanes[i];
-        if (!lane || lane.dead) lanes[i] = lane = open();
-        current = lane;
-        // Before connect completes, pg holds the queries and sends them together anyway.
-        if (lane.connected) {
-          lane.corked = true;
-          lane.stream.cork();
-        }
-        setImmediate(endTurn, lane);
-      }
-      return lane.client.query<R>({ name, text, values }).then((result) => result.rows);
+      return send<R>({ name, text, values });
+    },
+
+    queryArrays(name: string, text: string, values: unknown[]): Promise<unknown[][]> {
+      return send<unknown[]>({ name, text, values, rowMode: 'array' });
     },
 
     async close() {
