@@ -8,6 +8,9 @@
 //   npm run bench -- --soak                # adds the ~1M-request RSS leak check (long)
 //   npm run bench -- --only list20 --cpu-prof   # service runs under --cpu-prof; summary printed
 //   npm run bench -- --no-pin              # let the scheduler place processes (default: bench CPU 0, servers CPU 1)
+//   npm run bench -- --store postgres      # a fresh PostgreSQL database (PETSTORE_BENCH_POSTGRES_URL admin URL), dropped after
+//   npm run bench -- --log-level info      # the service's log level (default warn; info is the shipped default)
+//   npm run bench -- --only defaults       # SQLite: list20 and get-by-id as shipped (info) vs at warn, side by side
 // A saved profile can be summarized again with bench/cpuprofile-summary.ts.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,6 +18,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import pg from 'pg';
 import { resolveProfile, summarizeCpuProfile } from './cpuprofile-summary.js';
 import { type AcRequest, type LoadResult, runLoad, stopCurrentLoad } from './lib/load.js';
 import {
@@ -56,8 +60,10 @@ const DEEP_PAGE_NUMBER = 5_000;
 const CONNECTIONS = [1, 50] as const;
 const WARMUP_CONNECTIONS = 50;
 
-const SCENARIO_IDS = ['list20', 'list100-available', 'deep-page', 'create', 'get-by-id', 'mixed', 'soak'] as const;
+const SCENARIO_IDS = ['list20', 'list100-available', 'deep-page', 'create', 'get-by-id', 'mixed', 'defaults', 'soak'] as const;
 type ScenarioId = (typeof SCENARIO_IDS)[number];
+
+const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -68,10 +74,25 @@ const HELP = `Usage: npm run bench -- [options]
   --soak-requests <n> Total requests of the soak (default 1000000)
   --cpu-prof          Run the service under node --cpu-prof and print a summary of the profile
   --no-pin            Do not pin the bench to CPU 0 and the servers to CPU 1
-  -h, --help`;
+  --store <s>         sqlite (default) or postgres: a fresh database created through the admin URL
+                      PETSTORE_BENCH_POSTGRES_URL (default ${DEFAULT_ADMIN_URL}) and dropped after
+  --log-level <l>     The service's PETSTORE_LOG_LEVEL (default warn; the shipped default is info)
+  --set NAME=VALUE    A PETSTORE_* setting for the service (repeatable), e.g. --set PETSTORE_PG_POOL_MAX=4
+  -h, --help
+
+The defaults scenario (SQLite only; in the default run there) starts two more services on the same
+store, one with no log level configured (info, as shipped) and one at warn, and measures list20 and
+get-by-id on each, one after the other, reporting the loss of info against warn.`;
+
+type StoreKind = 'sqlite' | 'postgres';
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 interface Options {
   scenarios: ScenarioId[];
+  /** Extra PETSTORE_* settings for the service (--set). */
+  settings: Record<string, string>;
+  store: StoreKind;
+  logLevel: string;
   duration: number;
   warmup: number;
   soakRequests: number;
@@ -90,6 +111,9 @@ function parseOptions(argv: string[]): Options {
       'soak-requests': { type: 'string' },
       'cpu-prof': { type: 'boolean' },
       'no-pin': { type: 'boolean' },
+      store: { type: 'string' },
+      'log-level': { type: 'string' },
+      set: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -104,16 +128,31 @@ function parseOptions(argv: string[]): Options {
     if (!Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number ≥ ${min}, got "${raw}"`);
     return n;
   };
-  let scenarios: ScenarioId[] = SCENARIO_IDS.filter((id) => id !== 'soak' || values.soak === true);
+  const store = values.store ?? 'sqlite';
+  if (store !== 'sqlite' && store !== 'postgres') throw new Error(`--store must be sqlite or postgres, got "${store}"`);
+  const logLevel = values['log-level'] ?? 'warn';
+  if (!LOG_LEVELS.includes(logLevel)) throw new Error(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  // The defaults comparison is SQLite's (issue 16); a PostgreSQL run leaves it out.
+  let scenarios: ScenarioId[] = SCENARIO_IDS.filter((id) => (id !== 'soak' || values.soak === true) && (id !== 'defaults' || store === 'sqlite'));
   if (values.only) {
     const wanted = values.only.flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
     for (const id of wanted) {
       if (!(SCENARIO_IDS as readonly string[]).includes(id)) throw new Error(`unknown scenario "${id}"; known: ${SCENARIO_IDS.join(', ')}`);
     }
     scenarios = SCENARIO_IDS.filter((id) => wanted.includes(id) || (id === 'soak' && values.soak === true));
+    if (store === 'postgres' && scenarios.includes('defaults')) throw new Error('the defaults scenario runs on SQLite only');
+  }
+  const settings: Record<string, string> = {};
+  for (const pair of values.set ?? []) {
+    const eq = pair.indexOf('=');
+    if (eq < 1 || !pair.startsWith('PETSTORE_')) throw new Error(`--set takes PETSTORE_NAME=value, got "${pair}"`);
+    settings[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   return {
     scenarios,
+    settings,
+    store,
+    logLevel,
     duration: number(values.duration, 'duration', 5, 1),
     warmup: number(values.warmup, 'warmup', 1, 0),
     soakRequests: Math.round(number(values['soak-requests'], 'soak-requests', 1_000_000, 200_000)),
@@ -126,6 +165,36 @@ const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
 /** Set while the fresh store exists, so a Ctrl-C removes it too. */
 let removeTempDir: (() => void) | undefined;
+/** Set while the bench's PostgreSQL database exists. */
+let dropDatabase: (() => Promise<void>) | undefined;
+
+/** A fresh database on the server of `adminUrl`; returns its URL and sets dropDatabase. */
+async function createPostgresDatabase(adminUrl: string): Promise<string> {
+  const name = `petstore_bench_${process.pid}_${Date.now().toString(36)}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  dropDatabase = async () => {
+    dropDatabase = undefined;
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    try {
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    } finally {
+      await client.end();
+    }
+  };
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Whether a service at this log level writes a line per request (then its stdout goes to a file, not through the bench). */
+const logsRequests = (level: string) => ['info', 'debug', 'trace'].includes(level);
 
 // ---------------------------------------------------------------------------------------
 // Requests
@@ -157,6 +226,8 @@ interface Context {
   seed: SeedResult;
   /** Path (with the signed cursor) of page 5 000 of 20; set when a scenario needs it. */
   deepPath: string | undefined;
+  /** PostgreSQL runs: the pids of the bench database's backends now. */
+  databasePids?: () => Promise<number[]>;
 }
 
 /**
@@ -238,7 +309,7 @@ async function walkToPage(ctx: Context, n: number): Promise<string> {
   }
 }
 
-const PREFLIGHT: Record<Exclude<ScenarioId, 'soak'>, (ctx: Context) => Promise<void>> = {
+const PREFLIGHT: Record<Exclude<ScenarioId, 'soak' | 'defaults'>, (ctx: Context) => Promise<void>> = {
   async list20(ctx) {
     const res = await call(ctx, ctx.seed.catalog, `/v1/pets?limit=${PAGE}`);
     check(res.status === 200, `list20: HTTP ${res.status}`);
@@ -304,9 +375,11 @@ async function main(): Promise<number> {
   removeTempDir = () => fs.rmSync(tmp, { recursive: true, force: true });
   const machine = machineInfo(ROOT, tmp);
   const dbFile = path.join(tmp, 'petstore.db');
+  const adminUrl = process.env.PETSTORE_BENCH_POSTGRES_URL || DEFAULT_ADMIN_URL;
   const profileDir = path.join(RESULTS, 'profiles', new Date().toISOString().replace(/[:.]/g, '-'));
   try {
     const port = await freePort();
+    const database = opts.store === 'postgres' ? await createPostgresDatabase(adminUrl) : dbFile;
     // Only our PETSTORE_* settings: a developer's shell must not change what is measured.
     const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PETSTORE_')));
     const env: NodeJS.ProcessEnv = {
@@ -315,14 +388,16 @@ async function main(): Promise<number> {
       PORT: String(port),
       HOST: '127.0.0.1',
       PETSTORE_ENV: 'production',
-      PETSTORE_DATABASE_URL: dbFile,
-      PETSTORE_LOG_LEVEL: 'warn',
+      PETSTORE_DATABASE_URL: database,
+      PETSTORE_LOG_LEVEL: opts.logLevel,
       PETSTORE_RATE_LIMIT_PER_SECOND: '1000000',
       PETSTORE_RATE_LIMIT_BURST: '1000000',
+      ...opts.settings,
     };
 
-    log(`seeding ${dbFile}: accounts and keys via the CLI, ${CATALOG_PETS.toLocaleString('en-US')} pets via better-sqlite3`);
-    const seed = await seedStore({ cli: [BIN], env, dbFile, catalogPets: CATALOG_PETS, otherPets: OTHER_PETS });
+    const shownDatabase = opts.store === 'postgres' ? database.replace(/\/\/[^@/]*@/, '//') : dbFile;
+    log(`seeding ${shownDatabase}: accounts and keys via the CLI, ${CATALOG_PETS.toLocaleString('en-US')} pets in one transaction`);
+    const seed = await seedStore({ cli: [BIN], env, database, catalogPets: CATALOG_PETS, otherPets: OTHER_PETS });
     log(`seeded in ${(seed.seedMs / 1000).toFixed(1)} s; catalog statuses ${JSON.stringify(seed.catalogStatusCounts)}`);
 
     const pinned = opts.pin && os.cpus().length >= 2 && hasTaskset() && pinToCpu(process.pid, BENCH_CPU);
@@ -330,8 +405,22 @@ async function main(): Promise<number> {
     const serverCpu = pinned ? SERVER_CPU : undefined;
 
     const serverArgs = [...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), BIN, 'serve'];
-    const service = startChild('service', serverArgs, env, { cwd: ROOT, forward: true, cpu: serverCpu });
+    const serviceLog = logsRequests(opts.logLevel) ? path.join(tmp, 'service.log') : undefined;
+    const service = startChild('service', serverArgs, env, { cwd: ROOT, forward: true, cpu: serverCpu, ...(serviceLog ? { stdoutFile: serviceLog } : {}) });
     const ctx: Context = { baseUrl: `http://127.0.0.1:${port}`, seed, deepPath: undefined };
+    if (opts.store === 'postgres') {
+      const name = new URL(database).pathname.slice(1);
+      ctx.databasePids = async () => {
+        const admin = new pg.Client({ connectionString: adminUrl });
+        await admin.connect();
+        try {
+          const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name]);
+          return rows.map((r) => r.pid);
+        } finally {
+          await admin.end();
+        }
+      };
+    }
     await waitForHttp(service, `${ctx.baseUrl}/readyz`);
     const rss = new RssSampler(service.pid);
     log(`service ready on ${ctx.baseUrl} (pid ${service.pid}${pinned ? `, CPU ${SERVER_CPU}; bench on CPU ${BENCH_CPU}` : ''})`);
@@ -362,7 +451,9 @@ async function main(): Promise<number> {
       log(`walked to page ${DEEP_PAGE_NUMBER} of ${PAGE} in ${((Date.now() - t0) / 1000).toFixed(1)} s (ids checked on every page)`);
     }
 
-    const measured = await measure(opts, ctx, service, rss, { child: ceilingServer, url: ceilingUrl });
+    const defaultsServices = opts.scenarios.includes('defaults') ? await startDefaultsServices(env, tmp, serverCpu) : undefined;
+    const measured = await measure(opts, ctx, service, rss, { child: ceilingServer, url: ceilingUrl }, defaultsServices);
+    for (const s of defaultsServices ?? []) await stopChild(s.child);
 
     const memory = readMemory(service.pid);
     rss.stop();
@@ -381,6 +472,9 @@ async function main(): Promise<number> {
     }
 
     const targets = evaluateTargets(measured, serverMemory.hwmMb, opts);
+    const storeLine = opts.store === 'postgres'
+      ? `Store: PostgreSQL (${await postgresVersion(database)}), a fresh database on ${adminUrl.replace(/\/\/[^@/]*@/, '//').replace(/\/[^/]*$/, '')}, dropped after the run; the CPU of its backends serving the service is shown apart ("+ PostgreSQL"), not in "other".`
+      : 'Store: SQLite (a fresh file in the temp folder).';
     const wallSec = (Date.now() - wall0) / 1000;
     const invalid = measured.rows.filter(rowHasErrors);
     const noisy = measured.rows.filter((r) => r.load.otherCpuPct > NOISY_OTHER_CPU_PCT);
@@ -389,6 +483,8 @@ async function main(): Promise<number> {
       `# Petstore API benchmark`,
       '',
       `Machine: ${machineLine(machine)}; CPU in use by others just before the run: ${Math.round(busyBeforePct)}% of a core.`,
+      '',
+      `${storeLine} Service log level: ${opts.logLevel}${Object.keys(opts.settings).length ? `; settings ${Object.entries(opts.settings).map(([k, v]) => `${k}=${v}`).join(', ')}` : ''}. Catalogue: one account with ${CATALOG_PETS.toLocaleString('en-US')} pets (and ${OTHER_PETS.toLocaleString('en-US')} for each of two others, interleaved).`,
       '',
       `Each row: ${opts.duration} s of load from autocannon in the bench process over loopback, after a ${opts.warmup} s warm-up at ${WARMUP_CONNECTIONS} connections per scenario` +
         `${pinned ? `; service and ceiling pinned to CPU ${SERVER_CPU}, bench to CPU ${BENCH_CPU}` : '; no CPU pinning'}. ` +
@@ -447,7 +543,49 @@ async function main(): Promise<number> {
     await stopAllChildren();
     removeTempDir?.();
     removeTempDir = undefined;
+    await dropDatabase?.().catch((err: unknown) => log(`could not drop the bench database: ${(err as Error).message}`));
   }
+}
+
+async function postgresVersion(url: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ v: string }>("SELECT current_setting('server_version') AS v");
+    return `PostgreSQL ${rows[0]!.v}`;
+  } finally {
+    await client.end();
+  }
+}
+
+interface DefaultsService {
+  level: 'info' | 'warn';
+  child: Child;
+  url: string;
+}
+
+/**
+ * Two more services on the same store for the defaults comparison: one with no log level set
+ * (info, as shipped; its stdout goes to a file, as an operator's would) and one at warn.
+ */
+async function startDefaultsServices(env: NodeJS.ProcessEnv, tmp: string, cpu: number | undefined): Promise<DefaultsService[]> {
+  const started: DefaultsService[] = [];
+  for (const level of ['info', 'warn'] as const) {
+    const port = await freePort();
+    const { PETSTORE_LOG_LEVEL: _level, ...rest } = env;
+    const childEnv = { ...rest, PORT: String(port), ...(level === 'warn' ? { PETSTORE_LOG_LEVEL: 'warn' } : {}) };
+    const child = startChild(`service-${level}`, [BIN, 'serve'], childEnv, {
+      cwd: ROOT,
+      forward: true,
+      cpu,
+      ...(level === 'info' ? { stdoutFile: path.join(tmp, 'service-info.log') } : {}),
+    });
+    const url = `http://127.0.0.1:${port}`;
+    await waitForHttp(child, `${url}/readyz`);
+    started.push({ level, child, url });
+  }
+  log(`defaults: services at info (nothing configured) pid ${started[0]!.child.pid} and at warn pid ${started[1]!.child.pid}`);
+  return started;
 }
 
 /** Other CPU use (% of one core) above which a row is flagged: something else was running. */
@@ -459,6 +597,7 @@ async function measure(
   service: Child,
   rss: RssSampler,
   ceilingServer: { child: Child; url: string },
+  defaultsServices: DefaultsService[] | undefined,
 ): Promise<Measured> {
   const rows: Row[] = [];
   const rssMb = () => (rss.sample()?.rssKb ?? NaN) / 1024;
@@ -482,7 +621,7 @@ async function measure(
 
   await runCeiling('start');
 
-  const scenarios: { id: Exclude<ScenarioId, 'soak'>; title: string; requests: () => AcRequest[] }[] = [
+  const scenarios: { id: Exclude<ScenarioId, 'soak' | 'defaults'>; title: string; requests: () => AcRequest[] }[] = [
     { id: 'list20', title: `GET /v1/pets?limit=${PAGE} (first page)`, requests: () => [get(`/v1/pets?limit=${PAGE}`, ctx.seed.catalog)] },
     { id: 'list100-available', title: 'GET /v1/pets?limit=100&status=available', requests: () => [get('/v1/pets?limit=100&status=available', ctx.seed.catalog)] },
     {
@@ -503,7 +642,15 @@ async function measure(
     }
     for (const connections of CONNECTIONS) {
       await pause();
-      const load = await runLoad({ url: ctx.baseUrl, connections, duration: opts.duration, requests: scenario.requests(), serverPid: service.pid });
+      const databasePids = await ctx.databasePids?.();
+      const load = await runLoad({
+        url: ctx.baseUrl,
+        connections,
+        duration: opts.duration,
+        requests: scenario.requests(),
+        serverPid: service.pid,
+        ...(databasePids ? { databasePids } : {}),
+      });
       if (!isRunning(service)) throw new Error(`the service exited during ${scenario.id} @${connections}:\n${service.tail()}`);
       const row: Row = { id: scenario.id, scenario: scenario.title, connections, load, ratio: undefined, serverRssMb: rssMb() };
       if (scenario.id === 'deep-page') {
@@ -515,8 +662,40 @@ async function measure(
       rows.push(row);
       log(
         `${scenario.id} @${connections}: ${Math.round(load.reqPerSec)} req/s, p99 ${load.latencyMs.p99.toFixed(2)} ms, errors ${errorSummary(load)} ` +
-          `(server CPU ${Math.round(load.serverCpuPct)}%, bench ${Math.round(load.benchCpuPct)}%, other ${Math.round(load.otherCpuPct)}%)`,
+          `(server CPU ${Math.round(load.serverCpuPct)}% ${load.serverCpuUsPerRequest.toFixed(0)} µs/req, ` +
+          `${load.databaseCpuUsPerRequest === undefined ? '' : `PostgreSQL ${Math.round(load.databaseCpuPct!)}% ${load.databaseCpuUsPerRequest.toFixed(0)} µs/req, `}` +
+          `bench ${Math.round(load.benchCpuPct)}%, other ${Math.round(load.otherCpuPct)}%)`,
       );
+    }
+  }
+
+  if (defaultsServices) {
+    // Side by side: each scenario at info then at warn, back to back, so drift hits both alike.
+    const connections = 50;
+    for (const [id, title, requests] of [
+      ['list20', `GET /v1/pets?limit=${PAGE}`, () => [get(`/v1/pets?limit=${PAGE}`, ctx.seed.catalog)]],
+      ['get-by-id', 'GET /v1/pets/{petId}', () => getByIdRequests(ctx)],
+    ] as const) {
+      const pair: Row[] = [];
+      for (const s of defaultsServices) {
+        const spec = { url: s.url, serverPid: s.child.pid };
+        if (opts.warmup > 0) await runLoad({ ...spec, connections: WARMUP_CONNECTIONS, duration: opts.warmup, requests: requests() });
+        await pause();
+        const load = await runLoad({ ...spec, connections, duration: opts.duration, requests: requests() });
+        const row: Row = {
+          id: `defaults-${id}-${s.level}`,
+          scenario: `defaults: ${title} at ${s.level === 'info' ? 'info (nothing configured)' : 'warn'}`,
+          connections,
+          load,
+          ratio: undefined,
+          serverRssMb: undefined,
+        };
+        pair.push(row);
+        rows.push(row);
+        log(`defaults ${id} @${s.level}: ${Math.round(load.reqPerSec)} req/s, p99 ${load.latencyMs.p99.toFixed(2)} ms, errors ${errorSummary(load)} (server CPU ${Math.round(load.serverCpuPct)}%, ${load.serverCpuUsPerRequest.toFixed(0)} µs/req)`);
+      }
+      const [info, warn] = pair as [Row, Row];
+      info.note = `loss vs warn: ${(100 * (1 - info.load.reqPerSec / warn.load.reqPerSec)).toFixed(1)}% req/s, server CPU ${info.load.serverCpuUsPerRequest.toFixed(0)} vs ${warn.load.serverCpuUsPerRequest.toFixed(0)} µs/req`;
     }
   }
 
@@ -587,6 +766,29 @@ function evaluateTargets(measured: Measured, peakRssMb: number, opts: Options): 
     };
   };
 
+  // Issue 16's targets on PostgreSQL: ratios, p99 ≤ 20 ms each, no non-2xx.
+  const pgTarget = (id: string, name: string, min: number): Target => {
+    const row = at(id, 50);
+    const errors = row ? row.load.non2xx + row.load.errors + row.load.timeouts : 0;
+    return {
+      name: `${name} (PostgreSQL)`,
+      goal: `≥ ${min.toFixed(2)}× ceiling, p99 ≤ 20 ms, no non-2xx at 50 conns`,
+      actual: row?.ratio === undefined ? 'not run' : `${row.ratio.toFixed(2)}× (${Math.round(row.load.reqPerSec)} req/s), p99 ${row.load.latencyMs.p99.toFixed(2)} ms, ${errors} non-2xx/errors`,
+      verdict: verdict(row?.ratio === undefined ? undefined : row.ratio >= min && row.load.latencyMs.p99 <= 20 && errors === 0),
+    };
+  };
+  const defaultsTarget = (id: string, name: string): Target => {
+    const info = at(`defaults-${id}-info`, 50);
+    const warn = at(`defaults-${id}-warn`, 50);
+    const loss = info && warn ? 1 - info.load.reqPerSec / warn.load.reqPerSec : undefined;
+    return {
+      name: `Defaults: ${name} at info vs warn`,
+      goal: 'loses ≤ 25% req/s at 50 conns (SQLite)',
+      actual: loss === undefined ? 'not run' : `${(100 * loss).toFixed(1)}% (${Math.round(info!.load.reqPerSec)} vs ${Math.round(warn!.load.reqPerSec)} req/s)`,
+      verdict: verdict(loss === undefined ? undefined : loss <= 0.25),
+    };
+  };
+
   const list20 = at('list20', 50);
   const deepRatios = CONNECTIONS.flatMap((c) => {
     const first = at('list20', c);
@@ -594,6 +796,27 @@ function evaluateTargets(measured: Measured, peakRssMb: number, opts: Options): 
     return first && deep ? [{ c, ratio: first.load.reqPerSec / deep.load.reqPerSec }] : [];
   });
   const deepKnown = deepRatios.length === CONNECTIONS.length;
+  const deep: Target = {
+    name: `Deep page (page ${DEEP_PAGE_NUMBER.toLocaleString('en-US')})`,
+    goal: 'first-page req/s ÷ deep-page req/s ≤ 1.2 at 1 and 50 conns',
+    actual: deepKnown ? deepRatios.map((d) => `${d.ratio.toFixed(2)}× @${d.c}`).join(', ') : 'not run',
+    verdict: verdict(deepKnown ? deepRatios.every((d) => d.ratio <= 1.2) : undefined),
+  };
+  const rss: Target = {
+    name: 'Service peak RSS',
+    goal: '< 200 MB (VmHWM over the whole run)',
+    actual: `${peakRssMb.toFixed(1)} MB${opts.scenarios.includes('soak') ? ' (incl. soak)' : ''}`,
+    verdict: verdict(peakRssMb < 200),
+  };
+  if (opts.store === 'postgres') {
+    return [
+      pgTarget('list20', `GET limit=${PAGE}`, 0.2),
+      pgTarget('get-by-id', 'GET /v1/pets/{petId}', 0.25),
+      pgTarget('create', 'POST /v1/pets (durable)', 0.12),
+      deep,
+      rss,
+    ];
+  }
   return [
     {
       name: `GET limit=${PAGE}`,
@@ -606,18 +829,10 @@ function evaluateTargets(measured: Measured, peakRssMb: number, opts: Options): 
     },
     ratioTarget('create', 'POST /v1/pets', 0.25),
     ratioTarget('get-by-id', 'GET /v1/pets/{petId}', 0.6),
-    {
-      name: `Deep page (page ${DEEP_PAGE_NUMBER.toLocaleString('en-US')})`,
-      goal: 'first-page req/s ÷ deep-page req/s ≤ 1.2 at 1 and 50 conns',
-      actual: deepKnown ? deepRatios.map((d) => `${d.ratio.toFixed(2)}× @${d.c}`).join(', ') : 'not run',
-      verdict: verdict(deepKnown ? deepRatios.every((d) => d.ratio <= 1.2) : undefined),
-    },
-    {
-      name: 'Service peak RSS',
-      goal: '< 200 MB (VmHWM over the whole run)',
-      actual: `${peakRssMb.toFixed(1)} MB${opts.scenarios.includes('soak') ? ' (incl. soak)' : ''}`,
-      verdict: verdict(peakRssMb < 200),
-    },
+    deep,
+    rss,
+    defaultsTarget('list20', `GET limit=${PAGE}`),
+    defaultsTarget('get-by-id', 'GET /v1/pets/{petId}'),
   ];
 }
 
@@ -626,10 +841,13 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
   process.once(signal, () => {
     log(`${signal}: stopping`);
     stopCurrentLoad();
-    void stopAllChildren().finally(() => {
-      removeTempDir?.();
-      process.exit(code);
-    });
+    void stopAllChildren()
+      .then(() => dropDatabase?.())
+      .catch(() => undefined)
+      .finally(() => {
+        removeTempDir?.();
+        process.exit(code);
+      });
   });
 }
 

@@ -19,6 +19,8 @@ export interface Config {
   migrateOnStart: boolean;
   /** PostgreSQL pool size per process. */
   pgPoolMax: number;
+  /** PostgreSQL connections in pipeline mode for the hot reads; 0 sends them through the pool. */
+  pgPipelineConnections: number;
   /** SQLite only: cache pages and pets in memory, invalidated on every commit (PostgreSQL never caches). */
   readCache: boolean;
   /** Answer cached GET /v1/pets and GET /v1/pets/{petId} before Fastify (src/http/fast-path.ts). */
@@ -137,6 +139,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimit: integer(env, 'PETSTORE_BODY_LIMIT', 64 * 1024, 1024, 16 * 1024 * 1024),
     migrateOnStart: boolean(env, 'PETSTORE_MIGRATE_ON_START', true),
     pgPoolMax: integer(env, 'PETSTORE_PG_POOL_MAX', 10, 1, 1000),
+    pgPipelineConnections: integer(env, 'PETSTORE_PG_PIPELINE_CONNECTIONS', 1, 0, 64),
     readCache: boolean(env, 'PETSTORE_READ_CACHE', true),
     fastPath: boolean(env, 'PETSTORE_FAST_PATH', true),
     exampleApiUrl: serverUrl(env, 'PETSTORE_EXAMPLE_API_URL', `http://localhost:${port || 8080}/example/v1`, '/example/v1'),

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { buildApp } from './http/app.js';
-import { createLogger } from './logger.js';
+import { createLogger, exitAfterFlush } from './logger.js';
 import { createStore } from './store/index.js';
 import type { Store } from './store/types.js';
 
@@ -54,7 +54,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     closing = true;
     const deadline = setTimeout(() => {
       logger.error('shutdown deadline passed; exiting with requests still open');
-      process.exit(1);
+      exitAfterFlush(logger, 1);
     }, config.shutdownDelayMs + config.shutdownTimeoutMs);
     deadline.unref();
     if (config.shutdownDelayMs > 0) {
@@ -70,11 +70,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     app.close().then(() => store.close()).then(
       () => {
         logger.info('shut down cleanly');
-        process.exit(0);
+        // Every line written so far (the last requests' too) reaches stdout before we go.
+        exitAfterFlush(logger, 0);
       },
       (err: unknown) => {
         logger.error({ err }, 'error during shutdown');
-        process.exit(1);
+        exitAfterFlush(logger, 1);
       },
     );
   };

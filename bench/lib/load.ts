@@ -15,6 +15,8 @@ export interface LoadSpec {
   requests: AcRequest[];
   /** The process serving the load, for its CPU usage. */
   serverPid: number;
+  /** PostgreSQL backends serving the service, for their CPU usage (PostgreSQL runs only). */
+  databasePids?: number[];
 }
 
 export interface LoadResult {
@@ -35,6 +37,9 @@ export interface LoadResult {
   serverCpuUsPerRequest: number;
   /** Rest of the machine's CPU (other processes, softirq), % of one core: high means a noisy row. */
   otherCpuPct: number;
+  /** CPU time of the service's PostgreSQL backends per completed request, µs (PostgreSQL runs only). */
+  databaseCpuUsPerRequest?: number;
+  databaseCpuPct?: number;
 }
 
 export class LoadError extends Error {}
@@ -54,6 +59,8 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
   // record every response time in microseconds instead.
   const latencyUs = createHistogram({ lowest: 1, highest: 60_000_000, figures: 3 });
   const serverCpu0 = readCpuSeconds(spec.serverPid) ?? 0;
+  const databaseCpu = () => (spec.databasePids ?? []).map((pid) => readCpuSeconds(pid) ?? NaN);
+  const databaseCpu0 = databaseCpu();
   const benchCpu0 = process.cpuUsage();
   const machine0 = readMachineCpu();
   const wall0 = process.hrtime.bigint();
@@ -78,6 +85,8 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
         const wallSec = Number(process.hrtime.bigint() - wall0) / 1e9;
         const benchCpu = process.cpuUsage(benchCpu0);
         const serverCpu = (readCpuSeconds(spec.serverPid) ?? serverCpu0) - serverCpu0;
+        // A backend gone meanwhile (NaN) counts nothing.
+        const dbCpu = databaseCpu().reduce((sum, end, i) => sum + (Number.isFinite(end - databaseCpu0[i]!) ? end - databaseCpu0[i]! : 0), 0);
         const machine1 = readMachineCpu();
         const machineBusySec = machine0 && machine1 ? (machine1.busy - machine0.busy) / ticksPerSecond : NaN;
         const benchCpuSec = (benchCpu.user + benchCpu.system) / 1e6;
@@ -108,7 +117,8 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
           serverCpuPct: (100 * serverCpu) / wallSec,
           serverCpuUsPerRequest: (1e6 * serverCpu) / total,
           benchCpuPct: (100 * benchCpuSec) / wallSec,
-          otherCpuPct: Math.max(0, (100 * (machineBusySec - serverCpu - benchCpuSec)) / wallSec),
+          otherCpuPct: Math.max(0, (100 * (machineBusySec - serverCpu - benchCpuSec - dbCpu)) / wallSec),
+          ...(spec.databasePids ? { databaseCpuUsPerRequest: (1e6 * dbCpu) / total, databaseCpuPct: (100 * dbCpu) / wallSec } : {}),
         });
       },
     );

@@ -26,12 +26,15 @@ export function startChild(
   name: string,
   args: string[],
   env: NodeJS.ProcessEnv,
-  opts: { cwd?: string; forward?: boolean; cpu?: number } = {},
+  opts: { cwd?: string; forward?: boolean; cpu?: number; stdoutFile?: string } = {},
 ): Child {
   // taskset execs node in place, so the pid we get is the node process's.
   const [command, argv] =
     opts.cpu === undefined ? [process.execPath, args] : ['taskset', ['-c', String(opts.cpu), process.execPath, ...args]];
-  const proc = spawn(command, argv, { env, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A service logging every request writes to a file: through a pipe, the bench would pay for reading it.
+  const stdoutFd = opts.stdoutFile === undefined ? undefined : fs.openSync(opts.stdoutFile, 'a');
+  const proc = spawn(command, argv, { env, cwd: opts.cwd, stdio: ['ignore', stdoutFd ?? 'pipe', 'pipe'] });
+  if (stdoutFd !== undefined) fs.closeSync(stdoutFd);
   if (proc.pid === undefined) throw new Error(`could not start ${name}`);
   const lines: string[] = [];
   const collect = (chunk: Buffer) => {

@@ -120,8 +120,9 @@ export function markdownTable(rows: Row[]): string {
       fmtMs(r.load.latencyMs.p99),
       fmtMs(r.load.latencyMs.max),
       errorSummary(r.load),
-      `${fmtPct(r.load.serverCpuPct)} / ${fmtPct(r.load.benchCpuPct)} / ${fmtPct(r.load.otherCpuPct)}`,
-      r.load.serverCpuUsPerRequest.toFixed(0),
+      `${fmtPct(r.load.serverCpuPct)} / ${fmtPct(r.load.benchCpuPct)} / ${fmtPct(r.load.otherCpuPct)}` +
+        (r.load.databaseCpuPct === undefined ? '' : ` (+ PostgreSQL ${fmtPct(r.load.databaseCpuPct)})`),
+      r.load.serverCpuUsPerRequest.toFixed(0) + (r.load.databaseCpuUsPerRequest === undefined ? '' : ` + ${r.load.databaseCpuUsPerRequest.toFixed(0)} PG`),
       r.serverRssMb === undefined ? 'n/a' : r.serverRssMb.toFixed(0),
       r.note ?? '',
       '',

@@ -1,6 +1,8 @@
-// Fresh store: schema and accounts/keys through the real CLI, pets straight into SQLite.
-// 100 000 POSTs with synchronous=FULL would take minutes; one transaction takes about a second.
+// Fresh store: schema and accounts/keys through the real CLI, pets straight into the database
+// (SQLite or PostgreSQL, the same catalogue on both). 100 000 POSTs with durable commits would
+// take minutes; one transaction takes seconds.
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { runNode } from './procs.js';
 
 export interface Credentials {
@@ -31,61 +33,121 @@ async function createAccount(cli: string[], env: NodeJS.ProcessEnv, name: string
   return { name, accountId: account.id, key: key.key };
 }
 
+interface PetSeedRow {
+  accountId: string;
+  id: number;
+  name: string;
+  categoryId: number;
+  status: string | null;
+}
+
+/** The catalogue, in insertion order: the same rows for both stores. */
+function catalogueRows(catalog: Credentials, others: Credentials[], catalogPets: number, otherPets: number): PetSeedRow[] {
+  // Ids are numbered per account, as the service numbers them (accounts.last_pet_id).
+  const lastIds = new Map<string, number>();
+  const rows: PetSeedRow[] = [];
+  const add = (accountId: string, name: string, categoryId: number, status: string | null) => {
+    const id = (lastIds.get(accountId) ?? 0) + 1;
+    lastIds.set(accountId, id);
+    rows.push({ accountId, id, name, categoryId, status });
+  };
+  let other = 0;
+  for (let i = 0; i < catalogPets; i++) {
+    add(catalog.accountId, `${NAMES[i % NAMES.length]} ${i + 1}`, 1 + (i % 25), STATUSES[i % STATUSES.length] ?? null);
+    // Interleave other tenants' rows, as real traffic would.
+    if (i % 50 === 49 && other < otherPets * others.length) {
+      const owner = others[other % others.length]!;
+      add(owner.accountId, `Other ${other}`, 1 + (other % 7), STATUSES[other % STATUSES.length] ?? null);
+      other++;
+    }
+  }
+  return rows;
+}
+
+const lastIdsOf = (rows: PetSeedRow[]) => {
+  const last = new Map<string, number>();
+  for (const row of rows) last.set(row.accountId, row.id);
+  return last;
+};
+
 export async function seedStore(opts: {
   cli: string[];
   env: NodeJS.ProcessEnv;
-  dbFile: string;
+  /** The SQLite file, or a postgres:// URL (a fresh, empty database). */
+  database: string;
   catalogPets: number;
   otherPets: number;
 }): Promise<SeedResult> {
-  const { cli, env, dbFile } = opts;
+  const { cli, env, database } = opts;
   const t0 = Date.now();
   await runNode([...cli, 'migrate', '--json'], env);
   // Sequential: each CLI call takes the SQLite write lock anyway.
   const catalog = await createAccount(cli, env, 'bench-catalog');
   const writer = await createAccount(cli, env, 'bench-writer');
   const others = [await createAccount(cli, env, 'bench-other-a'), await createAccount(cli, env, 'bench-other-b')];
+  const rows = catalogueRows(catalog, others, opts.catalogPets, opts.otherPets);
+  const createdAt = new Date().toISOString();
+  const seeded = database.startsWith('postgres://') || database.startsWith('postgresql://')
+    ? await seedPostgres(database, rows, createdAt, catalog.accountId)
+    : seedSqlite(database, rows, createdAt, catalog.accountId);
+  return { catalog, writer, others, ...seeded, seedMs: Date.now() - t0 };
+}
 
+type Seeded = Pick<SeedResult, 'catalogIds' | 'catalogStatusCounts'>;
+
+async function seedPostgres(url: string, rows: PetSeedRow[], createdAt: string, catalogId: string): Promise<Seeded> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    for (let i = 0; i < rows.length; i += 10_000) {
+      const chunk = rows.slice(i, i + 10_000);
+      await client.query(
+        `INSERT INTO pets (account_id, id, name, category_id, status, created_at)
+         SELECT a, i, n, c, s, $6 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS t(a, i, n, c, s)`,
+        [chunk.map((r) => r.accountId), chunk.map((r) => r.id), chunk.map((r) => r.name), chunk.map((r) => r.categoryId), chunk.map((r) => r.status), createdAt],
+      );
+    }
+    for (const [accountId, last] of lastIdsOf(rows)) await client.query('UPDATE accounts SET last_pet_id = $1 WHERE id = $2', [last, accountId]);
+    await client.query('COMMIT');
+    // Fresh statistics, so the planner sees the catalogue as it is (autovacuum may not have run yet).
+    await client.query('VACUUM ANALYZE pets');
+    await client.query('VACUUM ANALYZE accounts');
+    await client.query('VACUUM ANALYZE api_keys');
+    const ids = await client.query<{ id: string }>('SELECT id FROM pets WHERE account_id = $1 ORDER BY id', [catalogId]);
+    const counts = await client.query<{ status: string | null; n: string }>('SELECT status, count(*) AS n FROM pets WHERE account_id = $1 GROUP BY status', [catalogId]);
+    const catalogStatusCounts: Record<string, number> = {};
+    for (const row of counts.rows) catalogStatusCounts[row.status ?? '(none)'] = Number(row.n);
+    return { catalogIds: ids.rows.map((r) => Number(r.id)), catalogStatusCounts };
+  } finally {
+    await client.end();
+  }
+}
+
+function seedSqlite(dbFile: string, rows: PetSeedRow[], createdAt: string, catalogId: string): Seeded {
   const db = new Database(dbFile);
   try {
     db.pragma('journal_mode = WAL');
     db.pragma('foreign_keys = ON');
-    // Ids are numbered per account, as the service numbers them (accounts.last_pet_id).
     const insertRow = db.prepare('INSERT INTO pets (account_id, id, name, category_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?)');
-    const lastIds = new Map<string, number>();
-    const insert = (accountId: string, name: string, categoryId: number, status: string | null, createdAt: string) => {
-      const id = (lastIds.get(accountId) ?? 0) + 1;
-      lastIds.set(accountId, id);
-      insertRow.run(accountId, id, name, categoryId, status, createdAt);
-    };
-    const createdAt = new Date().toISOString();
     db.transaction(() => {
-      let other = 0;
-      for (let i = 0; i < opts.catalogPets; i++) {
-        insert(catalog.accountId, `${NAMES[i % NAMES.length]} ${i + 1}`, 1 + (i % 25), STATUSES[i % STATUSES.length] ?? null, createdAt);
-        // Interleave other tenants' rows, as real traffic would.
-        if (i % 50 === 49 && other < opts.otherPets * others.length) {
-          const owner = others[other % others.length]!;
-          insert(owner.accountId, `Other ${other}`, 1 + (other % 7), STATUSES[other % STATUSES.length] ?? null, createdAt);
-          other++;
-        }
-      }
+      for (const r of rows) insertRow.run(r.accountId, r.id, r.name, r.categoryId, r.status, createdAt);
       const setLast = db.prepare('UPDATE accounts SET last_pet_id = ? WHERE id = ?');
-      for (const [accountId, last] of lastIds) setLast.run(last, accountId);
+      for (const [accountId, last] of lastIdsOf(rows)) setLast.run(last, accountId);
     })();
     const catalogIds = db
       .prepare<[string], { id: number }>('SELECT id FROM pets WHERE account_id = ? ORDER BY id')
-      .all(catalog.accountId)
+      .all(catalogId)
       .map((r) => r.id);
     const catalogStatusCounts: Record<string, number> = {};
     for (const row of db
       .prepare<[string], { status: string | null; n: number }>('SELECT status, COUNT(*) AS n FROM pets WHERE account_id = ? GROUP BY status')
-      .all(catalog.accountId)) {
+      .all(catalogId)) {
       catalogStatusCounts[row.status ?? '(none)'] = row.n;
     }
     // Leave the file as the service expects it: everything checkpointed into the main db file.
     db.pragma('wal_checkpoint(TRUNCATE)');
-    return { catalog, writer, others, catalogIds, catalogStatusCounts, seedMs: Date.now() - t0 };
+    return { catalogIds, catalogStatusCounts };
   } finally {
     db.close();
   }

@@ -12,7 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
-import { writesAt } from '../logger.js';
+import { type CompletedRequest, createRequestLineWriter, writesAt } from '../logger.js';
 import { PAGE_LIMIT_DEFAULT, PET_STATUSES, type PetStatus } from '../schemas/index.js';
 import type { Services } from '../services/index.js';
 import type { PageQuery } from '../services/pets.js';
@@ -102,14 +102,20 @@ function take(req: IncomingMessage, now: number): Taken | undefined {
   return query && { kind: 'listPets', query };
 }
 
-/**
- * The onResponse hook's "request completed" line, through the same logger and serializers:
- * `req` carries the fields Fastify's request serializer reads, taken as Fastify takes them.
- */
-function logCompleted(log: FastifyBaseLogger, reqId: string, req: IncomingMessage, responseTime: number): void {
+/** The onResponse hook's "request completed" line, with the fields taken as Fastify takes them. */
+function logCompleted(write: (request: CompletedRequest) => void, reqId: string, req: IncomingMessage, responseTime: number): void {
   const headers = req.headers;
-  const request = { method: req.method, url: req.url, headers, host: headers.host ?? headers[':authority'] ?? '', ip: req.socket.remoteAddress, socket: req.socket };
-  log.info({ reqId, req: request, res: { statusCode: 200 }, responseTime }, 'request completed');
+  write({
+    reqId,
+    method: req.method,
+    url: req.url,
+    version: headers['accept-version'],
+    host: headers.host ?? headers[':authority'] ?? '',
+    remoteAddress: req.socket.remoteAddress,
+    remotePort: req.socket.remotePort,
+    statusCode: 200,
+    responseTime,
+  });
 }
 
 /**
@@ -130,6 +136,7 @@ export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: 
   const recordPet = record.fixed('GET', '/v1/pets/:petId', 200);
   const recordList = record.fixed('GET', '/v1/pets', 200);
   const deprecation = getPetDeprecationHeaders;
+  const writeRequestLine = createRequestLineWriter(log);
   let pending: Pending[] = [];
   let fallbackOf: Handler = () => undefined;
 
@@ -176,7 +183,7 @@ export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: 
     const ms = performance.now() - start;
     (taken.kind === 'getPet' ? recordPet : recordList)(ms);
     answered.count++;
-    if (writesAt(log, 'info')) logCompleted(log, reqId, req, ms);
+    if (writesAt(log, 'info')) logCompleted(writeRequestLine, reqId, req, ms);
     return true;
   }
 

@@ -7,7 +7,7 @@ import { crc32 } from 'node:zlib';
 import type { Clock } from '../clock.js';
 import type { Environment } from '../config.js';
 import { NotFoundError, UnauthorizedError } from '../errors.js';
-import type { ApiKeyRecord, Store } from '../store/types.js';
+import type { ApiKeyRecord, ApiKeyWatch, Store } from '../store/types.js';
 import { newKeyId, randomBase62, toBase62 } from './ids.js';
 
 const PREFIX: Record<Environment, string> = { production: 'psk_live_', staging: 'psk_test_' };
@@ -46,28 +46,50 @@ export type ApiKeyInfo = Omit<ApiKeyRecord, 'keyHash'>;
 const info = ({ keyHash: _hash, ...rest }: ApiKeyRecord): ApiKeyInfo => rest;
 
 /**
- * Verified keys are cached briefly so the hot path skips hashing and the store. Only on
- * stores that report external commits (SQLite's data_version): a revocation anywhere (this
- * process, the CLI, another worker) then clears the cache before the next request. Without
- * that signal (PostgreSQL, many instances) every request checks the store, so a revoked key
- * is refused on the very next request everywhere.
+ * Verified keys are remembered so the hot path skips hashing and the store, only while the
+ * store can tell us about changes made by anyone (this process, the CLI, another worker or
+ * instance): SQLite's data_version (a commit anywhere clears the cache before the next
+ * request), PostgreSQL's LISTEN/NOTIFY (a revoked key is forgotten at its commit, on every
+ * instance). While PostgreSQL's listening connection is down, nothing is remembered and every
+ * request checks the store. The TTL is the backstop should a notification be missed anyway:
+ * even then a revoked key is refused within a second.
  */
 export const KEY_CACHE_TTL_MS = 900;
 const KEY_CACHE_MAX_ENTRIES = 10_000;
 
-export function createApiKeyService(deps: { store: Store; clock: Clock; environment: Environment }) {
-  const { store, clock, environment } = deps;
+export function createApiKeyService(deps: { store: Store; clock: Clock; environment: Environment; keyCacheTtlMs?: number }) {
+  const { store, clock, environment, keyCacheTtlMs = KEY_CACHE_TTL_MS } = deps;
   const other: Environment = environment === 'production' ? 'staging' : 'production';
   // Keyed by the token itself: it never leaves process memory, and hashing is what we skip.
   const cache = new Map<string, { auth: AuthContext; expiresAt: number }>();
   let seenChanges = store.externalChangeCounter?.();
+  // Bumped by every change heard: a lookup that started before one must not be remembered
+  // (it may have read the key just before it was revoked).
+  let generation = 0;
+  let watch: ApiKeyWatch | undefined;
+  const forget = (keyId: string | undefined) => {
+    generation++;
+    if (keyId === undefined) cache.clear();
+    else for (const [token, entry] of cache) if (entry.auth.keyId === keyId) cache.delete(token);
+  };
+  /** Whether remembered keys can be trusted now; starts listening on first use (the CLI never does). */
+  const trusted = (): boolean => {
+    if (seenChanges !== undefined) return true;
+    if (!store.watchApiKeys) return false;
+    watch ??= store.watchApiKeys(forget);
+    return watch.live();
+  };
 
   function cached(token: string): AuthContext | undefined {
-    if (cache.size === 0 || seenChanges === undefined) return undefined;
-    const changes = store.externalChangeCounter!();
-    if (changes !== seenChanges) {
-      seenChanges = changes;
-      cache.clear();
+    if (cache.size === 0) return undefined;
+    if (seenChanges !== undefined) {
+      const changes = store.externalChangeCounter!();
+      if (changes !== seenChanges) {
+        seenChanges = changes;
+        cache.clear();
+        return undefined;
+      }
+    } else if (!watch?.live()) {
       return undefined;
     }
     const entry = cache.get(token);
@@ -77,10 +99,11 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
     return undefined;
   }
 
-  function remember(token: string, auth: AuthContext): void {
-    if (seenChanges === undefined) return;
+  function remember(token: string, auth: AuthContext, askedAt: number, askedIn: number): void {
+    if (askedIn !== generation || !trusted()) return;
     if (cache.size >= KEY_CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!);
-    cache.set(token, { auth, expiresAt: Date.now() + KEY_CACHE_TTL_MS });
+    // From when the store was asked: the backstop bounds the time since the key was read.
+    cache.set(token, { auth, expiresAt: askedAt + keyCacheTtlMs });
   }
 
   /** Checks a token against the store (no cache lookup) and remembers it when valid. */
@@ -99,6 +122,10 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
       );
     }
     const hash = hashKey(token);
+    // Listening starts before the lookup, so a revocation committed after it is heard.
+    trusted();
+    const askedAt = Date.now();
+    const askedIn = generation;
     const record = await store.findApiKeyByHash(hash);
     // The lookup is by hash; the constant-time compare guards against any store that matched loosely.
     if (!record || !timingSafeEqual(Buffer.from(record.keyHash), Buffer.from(hash))) {
@@ -108,7 +135,7 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
       throw new UnauthorizedError('The API key has been revoked. Create a new key with `petstore keys create`.', true);
     }
     const auth = { accountId: record.accountId, keyId: record.id };
-    remember(token, auth);
+    remember(token, auth, askedAt, askedIn);
     return auth;
   }
 
@@ -137,7 +164,7 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
     async revoke(keyId: string): Promise<ApiKeyInfo> {
       const record = await store.revokeApiKey(keyId, new Date(clock.now()).toISOString());
       if (!record) throw new NotFoundError(`No API key with id "${keyId}".`);
-      for (const [token, entry] of cache) if (entry.auth.keyId === keyId) cache.delete(token);
+      forget(keyId);
       return info(record);
     },
 

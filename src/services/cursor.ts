@@ -13,7 +13,7 @@ export interface CursorPosition<S extends string> {
   status: S | undefined;
 }
 
-/** Verified cursors remembered, so paging clients re-sending one skip the HMAC. */
+/** Verified (and issued) cursors remembered, so paging clients re-sending one skip the HMAC. */
 const VERIFIED_MAX = 4096;
 
 /**
@@ -28,14 +28,23 @@ export function createCursorCodec<S extends string>(secret: string, statuses: re
   // A cursor never expires and the secret never changes while we run, so one that verified
   // for (account, status) always will: remembering it is exact. Only successes are kept.
   const verified = new Map<string, number>();
+  // Likewise a cursor is a pure function of (account, status, position): the same page asked
+  // again (a first page, on PostgreSQL where pages are not cached) signs nothing new.
+  const encoded = new Map<string, string>();
 
   return {
     encode(accountId: string, position: CursorPosition<S>): string {
+      const memoKey = `${accountId}\0${position.status ?? ''}\0${position.afterId}`;
+      const known = encoded.get(memoKey);
+      if (known !== undefined) return known;
       const payload = Buffer.alloc(PAYLOAD_LENGTH);
       payload.writeUInt8(VERSION, 0);
       payload.writeUInt8(position.status ? statuses.indexOf(position.status) + 1 : 0, 1);
       payload.writeBigUInt64BE(BigInt(position.afterId), 2);
-      return Buffer.concat([payload, mac(accountId, payload)]).toString('base64url');
+      const cursor = Buffer.concat([payload, mac(accountId, payload)]).toString('base64url');
+      if (encoded.size >= VERIFIED_MAX) encoded.delete(encoded.keys().next().value!);
+      encoded.set(memoKey, cursor);
+      return cursor;
     },
 
     /** The position to continue from; throws InvalidCursorError unless issued to this account for this filter. */

@@ -9,11 +9,11 @@ export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url);
 }
 
-export async function createStore(config: Pick<Config, 'databaseUrl' | 'pgPoolMax'> & Partial<Pick<Config, 'readCache' | 'events'>>): Promise<Store> {
+export async function createStore(config: Pick<Config, 'databaseUrl' | 'pgPoolMax'> & Partial<Pick<Config, 'pgPipelineConnections' | 'readCache' | 'events'>>): Promise<Store> {
   if (isPostgresUrl(config.databaseUrl)) {
     // Loaded on demand so SQLite deployments never load pg.
     const { createPostgresStore } = await import('./postgres/index.js');
-    return createPostgresStore(config.databaseUrl, { poolMax: config.pgPoolMax, events: config.events ?? true });
+    return createPostgresStore(config.databaseUrl, { poolMax: config.pgPoolMax, pipelineConnections: config.pgPipelineConnections ?? 1, events: config.events ?? true });
   }
   return createSqliteStore(config.databaseUrl, { readCache: config.readCache ?? true, events: config.events ?? true });
 }

@@ -78,6 +78,7 @@ export function instrumentStore(store: Store, observer: Observer): Store {
     close: () => store.close(),
     poolStats: () => store.poolStats?.() ?? { total: 0, idle: 0, waiting: 0 },
     ...(store.externalChangeCounter ? { externalChangeCounter: () => store.externalChangeCounter!() } : {}),
+    ...(store.watchApiKeys ? { watchApiKeys: (onChange: (keyId: string | undefined) => void) => store.watchApiKeys!(onChange) } : {}),
     // Not timed: a Map lookup, not a query (the store histogram times calls that may query).
     ...(store.cachedPet ? { cachedPet: (accountId: string, id: number) => store.cachedPet!(accountId, id) } : {}),
     ...(store.cachedPage ? { cachedPage: (query: ListPetsQuery) => store.cachedPage!(query) } : {}),

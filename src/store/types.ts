@@ -23,6 +23,13 @@ export interface ApiKeyRecord {
   revokedAt: string | null;
 }
 
+/** A subscription to API key changes (Store.watchApiKeys). */
+export interface ApiKeyWatch {
+  /** True while every change is being heard. */
+  live(): boolean;
+  close(): Promise<void>;
+}
+
 export interface ListPetsQuery {
   accountId: string;
   limit: number;
@@ -306,6 +313,13 @@ export interface Store extends OrderRepository, MessageRepository, EventReposito
    * data_version), so in-process caches can tell they may be stale. Cheap: no disk access.
    */
   externalChangeCounter?(): number;
+  /**
+   * Subscribes to changes of API keys committed by any process (PostgreSQL: LISTEN/NOTIFY).
+   * `onChange(keyId)` after a key changed; `onChange(undefined)` when changes may have been
+   * missed (the listening connection was lost, or has just been re-established): forget all.
+   * Remembered keys are only trustworthy while `live()`.
+   */
+  watchApiKeys?(onChange: (keyId: string | undefined) => void): ApiKeyWatch;
   /**
    * The pet if the store's in-memory read cache holds it (checked against other processes'
    * commits, so exact), else undefined: a synchronous answer for the HTTP fast path.

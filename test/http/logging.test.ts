@@ -65,3 +65,32 @@ test('when the level is warn, then a request builds no child logger, and a warni
   const written = lines.map((line) => JSON.parse(line) as { reqId: string; msg: string });
   assert.deepEqual(written.map((l) => [l.reqId, l.msg]), [['r-2', 'something odd'], ['r-2', 'worse']]);
 });
+
+test('when the request line is written, then its bytes are what pino writes for the same fields through the same logger', async () => {
+  const { Writable } = await import('node:stream');
+  const { createLogger, createRequestLineWriter } = await import('../../src/logger.js');
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  const logger = createLogger({ logLevel: 'info' }, sink);
+  const write = createRequestLineWriter(logger);
+  // Odd but possible values: a quote and a key-shaped string in the URL, an array header, no port.
+  const cases = [
+    { reqId: 'r-1', method: 'GET', url: '/v1/pets?limit=20', version: undefined, host: '127.0.0.1:8080', remoteAddress: '127.0.0.1', remotePort: 51234, statusCode: 200, responseTime: 0.12345 },
+    { reqId: 'r-"2"', method: 'POST', url: '/v1/pets?x="\u2028"&key=psk_live_ABCdef123', version: ['1', '2'], host: undefined, remoteAddress: undefined, remotePort: undefined, statusCode: 404, responseTime: 12 },
+  ];
+  for (const r of cases) {
+    write(r);
+    const req = { method: r.method, url: r.url, version: r.version, host: r.host, remoteAddress: r.remoteAddress, remotePort: r.remotePort };
+    logger.info({ reqId: r.reqId, req, res: { statusCode: r.statusCode }, responseTime: r.responseTime }, 'request completed');
+  }
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(lines.length, 4);
+  const withoutTime = (line: string) => line.replace(/"time":\d+/, '"time":0');
+  for (let i = 0; i < lines.length; i += 2) assert.equal(withoutTime(lines[i]!), withoutTime(lines[i + 1]!));
+  assert.doesNotMatch(lines.join(''), /ABCdef123/, 'key-shaped text is scrubbed on this path too');
+});

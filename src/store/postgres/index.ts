@@ -12,6 +12,9 @@ import { createPostgresMessages } from './messages.js';
 import { createPostgresEvents, createPostgresEventWriter, fanOutSql, randomIdSql } from './events.js';
 import { createPostgresWebhooks } from './webhooks.js';
 import { EVENT_TYPES } from '../../schemas/events.js';
+import { watchKeyChanges } from './key-changes.js';
+import { createPipeline } from './pipeline.js';
+import type { ApiKeyWatch } from '../types.js';
 import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, petCreatedEvent, type PetRow, toKey, toPet } from '../rows.js';
 
 /** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
@@ -21,6 +24,13 @@ export const MIGRATION_LOCK_KEY = 0x50455453;
 const CONNECTION_TIMEOUT_MS = 2000;
 
 const { types } = pg;
+
+/** A pets row selected as an array, in petColumns order; `status` NULL becomes absent, as in toPet. */
+function petOfArray(row: unknown[]): Pet {
+  const pet: Pet = { id: row[0] as number, name: row[1] as string, categoryId: row[2] as number };
+  if (row[3] !== null) pet.status = row[3] as NonNullable<Pet['status']>;
+  return pet;
+}
 const parseTimestamptz = types.getTypeParser(types.builtins.TIMESTAMPTZ, 'text') as (value: string) => Date;
 
 // Per-pool parsers (pg's global ones stay untouched): ids and category ids are bigint but the
@@ -97,25 +107,47 @@ async function appliedVersions(db: Queryable): Promise<Set<number>> {
   }
 }
 
-export function createPostgresStore(url: string, options: { poolMax: number; events?: boolean }): Store {
+/**
+ * `pipelineConnections`: connections in pipeline mode for the hot reads (pipeline.ts), besides
+ * the pool; 0 sends those reads through the pool like everything else. `events`: write the
+ * event log with every change (default true).
+ */
+export function createPostgresStore(url: string, options: { poolMax: number; pipelineConnections?: number; events?: boolean }): Store {
   const events = options.events !== false;
   const writeEvents = createPostgresEventWriter(events);
-  const pool = new pg.Pool({
+  const connection = {
     connectionString: url,
-    max: options.poolMax,
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
     // Detects a silently dead server on idle connections.
     keepAlive: true,
     types: typeParsers,
     // A 201 promises the pet is on disk: never inherit synchronous_commit=off from the server or role.
     options: '-c synchronous_commit=on',
-  });
+  };
+  const pool = new pg.Pool({ ...connection, max: options.poolMax });
+  const pipelineConnections = options.pipelineConnections ?? 1;
+  const pipeline = pipelineConnections > 0 ? createPipeline(connection, pipelineConnections) : undefined;
   // An idle client whose connection dies is already removed by the pool; without a
   // listener the 'error' event would crash the process.
   pool.on('error', () => {});
 
   const query = async <R extends QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> =>
     guard(async () => (await pool.query<R>(text, values)).rows);
+  // The hot statements are named: each connection parses and plans them once, then only
+  // binds and executes (pg otherwise sends an unnamed Parse with every call).
+  const prepared = async <R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]> =>
+    guard(async () => (await pool.query<R>({ name, text, values })).rows);
+  // The hot reads: named, and pipelined with the other reads of their event-loop turn.
+  const read = <R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]> =>
+    pipeline ? guard(() => pipeline.query<R>(name, text, values)) : prepared<R>(name, text, values);
+  // Pets come back as arrays (id, name, category_id, status), made into Pets directly: one
+  // object per row instead of pg's row object and then ours.
+  const readPets = async (name: string, text: string, values: unknown[]): Promise<Pet[]> => {
+    const rows = pipeline
+      ? await guard(() => pipeline.queryArrays(name, text, values))
+      : await guard(async () => (await pool.query({ name, text, values, rowMode: 'array' })).rows as unknown[][]);
+    return rows.map(petOfArray);
+  };
 
   const rollback = (value: unknown): never => {
     throw new Rollback(value);
@@ -159,6 +191,7 @@ export function createPostgresStore(url: string, options: { poolMax: number; eve
     VALUES ($1, (SELECT last_pet_id FROM next), $2, $3, $4, $5) RETURNING ${petColumns}`;
   const keyColumns = 'id, account_id, environment, key_hash, hint, created_at, revoked_at';
   let ended: Promise<void> | undefined;
+  const watches = new Set<ApiKeyWatch>();
 
   // Group commit for createPet, as on SQLite: the calls of one event-loop turn (and those made
   // while a batch is in flight) go in as one statement, so one commit and one WAL flush cover
@@ -246,7 +279,7 @@ export function createPostgresStore(url: string, options: { poolMax: number; eve
   const commitBatch = async (batch: PendingPet[]): Promise<void> => {
     let rows: Array<{ account_id: string; base: number }>;
     try {
-      rows = await query<{ account_id: string; base: number }>(batchSql, [
+      rows = await prepared<{ account_id: string; base: number }>('create_pets', batchSql, [
         batch.map((b) => b.accountId),
         batch.map((b) => b.pet.name),
         batch.map((b) => b.pet.categoryId),
@@ -340,6 +373,12 @@ export function createPostgresStore(url: string, options: { poolMax: number; eve
       return migrations.filter((m) => !done.has(m.version)).map((m) => m.version);
     },
 
+    watchApiKeys(onChange) {
+      const watch = watchKeyChanges(url, { connectionTimeoutMillis: CONNECTION_TIMEOUT_MS }, onChange);
+      watches.add(watch);
+      return watch;
+    },
+
     poolStats() {
       return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
     },
@@ -354,7 +393,8 @@ export function createPostgresStore(url: string, options: { poolMax: number; eve
         flush();
         await inFlight;
       }
-      ended ??= pool.end();
+      await Promise.all([...watches].map((watch) => watch.close()));
+      ended ??= Promise.all([pool.end(), pipeline?.close()]).then(() => undefined);
       await ended;
     },
 
@@ -389,7 +429,7 @@ export function createPostgresStore(url: string, options: { poolMax: number; eve
     },
 
     async findApiKeyByHash(keyHash) {
-      const [row] = await query<KeyRow>(`SELECT ${keyColumns} FROM api_keys WHERE key_hash = $1`, [keyHash]);
+      const [row] = await read<KeyRow>('find_api_key', `SELECT ${keyColumns} FROM api_keys WHERE key_hash = $1`, [keyHash]);
       return row && toKey(row);
     },
 
@@ -421,24 +461,25 @@ export function createPostgresStore(url: string, options: { poolMax: number; eve
     async getPet(accountId, id) {
       // A bigint parameter rejects fractions; no pet has such an id (SQLite answers undefined too).
       if (!Number.isSafeInteger(id)) return undefined;
-      const [row] = await query<PetRow>(`SELECT ${petColumns} FROM pets WHERE account_id = $1 AND id = $2`, [accountId, id]);
-      return row && toPet(row);
+      const [pet] = await readPets('get_pet', `SELECT ${petColumns} FROM pets WHERE account_id = $1 AND id = $2`, [accountId, id]);
+      return pet;
     },
 
     async listPets({ accountId, limit, status, afterId = 0 }: ListPetsQuery) {
       // Integer ids: "id > 1.5" equals "id > 1". SQLite reads a negative LIMIT as none.
       const after = Math.floor(afterId);
       const max = limit < 0 ? null : limit;
-      const rows = status
-        ? await query<PetRow>(
+      return status
+        ? readPets(
+            'list_pets_by_status',
             `SELECT ${petColumns} FROM pets WHERE account_id = $1 AND status = $2 AND id > $3 ORDER BY id LIMIT $4`,
             [accountId, status, after, max],
           )
-        : await query<PetRow>(
+        : readPets(
+            'list_pets',
             `SELECT ${petColumns} FROM pets WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
             [accountId, after, max],
           );
-      return rows.map(toPet);
     },
 
     async claimIdempotencyKey({ accountId, key, requestHash, now, ttlMs, leaseMs }) {
