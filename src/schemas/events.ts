@@ -76,8 +76,11 @@ export type Event = Static<typeof PetCreatedEvent> | Static<typeof PetStatusChan
 
 export const Events = Type.Array(ref(Event), { $id: 'Events', description: 'A page of events, oldest first (ascending `sequence`).' });
 
+/** Ids are letters, digits and `_`: anything else (a NUL byte, say) is refused before any query. */
+const ID_PATTERN = '^[A-Za-z0-9_]+$';
+
 export const EventIdParams = Type.Object(
-  { eventId: Type.String({ minLength: 1, maxLength: 64, description: 'The event id (`evt_…`).' }) },
+  { eventId: Type.String({ minLength: 1, maxLength: 64, pattern: ID_PATTERN, description: 'The event id (`evt_…`).' }) },
   { additionalProperties: false },
 );
 
@@ -227,13 +230,13 @@ export type WebhookDelivery = Static<typeof WebhookDelivery>;
 export const WebhookDeliveries = Type.Array(ref(WebhookDelivery), { $id: 'WebhookDeliveries', description: 'A page of deliveries, oldest event first.' });
 
 export const EndpointIdParams = Type.Object(
-  { endpointId: Type.String({ minLength: 1, maxLength: 64, description: 'The endpoint id (`we_…`).' }) },
+  { endpointId: Type.String({ minLength: 1, maxLength: 64, pattern: ID_PATTERN, description: 'The endpoint id (`we_…`).' }) },
   { additionalProperties: false },
 );
 export const DeliveryIdParams = Type.Object(
   {
-    endpointId: Type.String({ minLength: 1, maxLength: 64, description: 'The endpoint id (`we_…`).' }),
-    deliveryId: Type.String({ minLength: 1, maxLength: 64, description: 'The delivery id (`whd_…`).' }),
+    endpointId: Type.String({ minLength: 1, maxLength: 64, pattern: ID_PATTERN, description: 'The endpoint id (`we_…`).' }),
+    deliveryId: Type.String({ minLength: 1, maxLength: 64, pattern: ID_PATTERN, description: 'The delivery id (`whd_…`).' }),
   },
   { additionalProperties: false },
 );

@@ -161,6 +161,8 @@ for (const backend of backends) {
       assertError(await app.request('GET', '/v1/events?cursor=not-a-cursor', { key: owner.key }), 400, 'invalid_cursor');
       assertError(await app.request('GET', '/v1/events/evt_00000000000000000000000000000000', { key: owner.key }), 404, 'not_found');
       assertError(await app.request('GET', `/v1/events/${'x'.repeat(65)}`, { key: owner.key }), 400, 'invalid_request');
+      assertError(await app.request('GET', '/v1/events/evt_%00', { key: owner.key }), 400, 'invalid_request');
+      assertError(await app.request('GET', '/v1/events/evt-1', { key: owner.key }), 400, 'invalid_request');
       assertError(await app.request('GET', '/v1/events'), 401, 'unauthorized');
       assertError(await app.request('GET', '/v1/events/evt_1'), 401, 'unauthorized');
     });

@@ -162,6 +162,8 @@ for (const backend of backends) {
       assertError(await patch({ id: 'we_x' }), 400, 'invalid_request');
       assertError(await patch({ url: 'https://10.0.0.1/x' }), 400, 'invalid_webhook_url');
       assertError(await app.request('PATCH', '/v1/webhook-endpoints/we_missing', { key: owner.key, body: { disabled: true } }), 404, 'not_found');
+      assertError(await app.request('GET', '/v1/webhook-endpoints/%00', { key: owner.key }), 400, 'invalid_request');
+      assertError(await app.request('POST', `/v1/webhook-endpoints/${endpoint.id}/deliveries/%20/retry`, { key: owner.key }), 400, 'invalid_request');
       assertError(await app.request('POST', `/v1/webhook-endpoints/${endpoint.id}/rotate-secret`, { key: owner.key, body: { a: 1 } }), 400, 'invalid_request');
       assertError(await app.request('POST', '/v1/webhook-endpoints/we_missing/rotate-secret', { key: owner.key }), 404, 'not_found');
       assertError(await app.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?status=lost`, { key: owner.key }), 400, 'invalid_request');

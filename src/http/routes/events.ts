@@ -81,7 +81,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
         params: EventIdParams,
         response: {
           200: success('The event.', ref(Event), rateLimitHeaders, { 'pet.created': { summary: 'A pet was created', value: petCreatedExample } }),
-          400: errorResponse('The id is empty or longer than 64 characters (`invalid_request`).', rateLimitHeaders),
+          400: errorResponse('The id is empty, longer than 64 characters, or has characters other than letters, digits and `_` (`invalid_request`).', rateLimitHeaders),
           404: errorResponse('No event with this id in your account (`not_found`).', rateLimitHeaders),
           ...commonErrors(),
         },

@@ -23,7 +23,7 @@ import { commonErrors, errorResponse, nextPageLink, pageLinkHeaders, rateLimitHe
 const ENDPOINTS_PATH = '/v1/webhook-endpoints';
 
 const notFound = (what: string) => errorResponse(`No ${what} with this id in your account (\`not_found\`).`, rateLimitHeaders);
-const badId = errorResponse('An id is empty or longer than 64 characters (`invalid_request`).', rateLimitHeaders);
+const badId = errorResponse('An id is empty, longer than 64 characters, or has characters other than letters, digits and `_` (`invalid_request`).', rateLimitHeaders);
 const bodyErrors = (fields: string) =>
   errorResponse(
     `${fields} (\`invalid_request\`); the URL is not https, has credentials, or names a loopback, private, link-local or other ` +
