@@ -213,7 +213,10 @@ for (const backend of backends) {
       assert.ok(elapsed >= 395 && elapsed < 1500, `rejected after ${elapsed} ms`);
       assert.match(error.message, new RegExp(`${message.id} .*within 400 ms \\(still queued\\)`));
       assert.ok(sent.length >= 2 && sent.length <= 9, `${sent.length} polls in 400 ms at 50 ms`);
-      for (const poll of sent) assert.deepEqual([poll.method, path(poll), poll.status], ['GET', `${API}/messages/${message.id}`, 200]);
+      // The poll in flight at the deadline is not waited for: it may still be unanswered here.
+      const answered = sent.filter((poll) => poll.status !== undefined);
+      assert.ok(answered.length >= sent.length - 1, 'at most the last poll is still in flight');
+      for (const poll of answered) assert.deepEqual([poll.method, path(poll), poll.status], ['GET', `${API}/messages/${message.id}`, 200]);
       assert.equal((await petstore.messages.get(message.id)).status, 'queued');
     });
 
