@@ -209,8 +209,17 @@ export const toClaimed = (row: ClaimedRow): ClaimedDelivery => ({
   event: { seq: row.event_seq, id: row.event_id, type: row.event_type, createdAt: row.event_created_at, data: row.event_data },
 });
 
-/** A new random id: `prefix` and 32 hex characters (122 random bits). */
-export const randomId = (prefix: string) => prefix + randomUUID().replaceAll('-', '');
+/**
+ * A new id: `prefix` and 32 hex characters, 12 of the time in ms then 20 random (80 bits). Ids
+ * made later sort later, so the unique index on them grows at its end: random ids dirtied a
+ * different index page per row, several times the cost of each outbox write.
+ */
+export const randomId = (prefix: string) => {
+  // randomUUID draws from a cached pool (randomBytes per call cost ~7 µs); these 20 of its hex
+  // digits are all random (the version and variant digits are skipped).
+  const uuid = randomUUID();
+  return prefix + Date.now().toString(16).padStart(12, '0') + uuid.slice(0, 8) + uuid.slice(9, 13) + uuid.slice(15, 18) + uuid.slice(20, 23) + uuid.slice(24, 26);
+};
 
 /** An event to write in the caller's transaction; `data` is its JSON text. */
 export interface NewEvent {

@@ -78,11 +78,16 @@ export function createPostgresEvents({ query }: PostgresContext): EventRepositor
     },
 
     async pruneEvents(before) {
-      // Jobs of pruned deliveries go first (jobs have no foreign key); deliveries cascade.
+      // Per account, everything up to its last event older than the cutoff goes, by key ranges:
+      // deliveries through their endpoints' keys, events through theirs (jobs are few: pending only).
       const [row] = await query<{ n: number }>(
-        `WITH old AS (SELECT account_id, seq FROM events WHERE created_at < $1),
-              jobs_gone AS (DELETE FROM jobs j USING old WHERE j.kind = 'webhook.deliver' AND j.account_id = old.account_id AND j.ref = old.seq),
-              gone AS (DELETE FROM events e USING old WHERE e.account_id = old.account_id AND e.seq = old.seq RETURNING 1)
+        `WITH old AS (SELECT account_id, max(seq) AS upto FROM events WHERE created_at < $1 GROUP BY account_id),
+              deliveries_gone AS (
+                DELETE FROM webhook_deliveries d USING old, webhook_endpoints w
+                WHERE w.account_id = old.account_id AND d.endpoint_id = w.id AND d.event_seq <= old.upto
+              ),
+              jobs_gone AS (DELETE FROM jobs j USING old WHERE j.kind = 'webhook.deliver' AND j.account_id = old.account_id AND j.ref <= old.upto),
+              gone AS (DELETE FROM events e USING old WHERE e.account_id = old.account_id AND e.seq <= old.upto RETURNING 1)
          SELECT count(*)::int AS n FROM gone`,
         [before],
       );

@@ -200,10 +200,11 @@ export function createPostgresWebhooks({ query, transaction }: PostgresContext):
     },
 
     async webhookStats() {
-      const [row] = await query<{ pending: number; oldest: string | null }>(
-        "SELECT count(*)::int AS pending, min(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'",
+      // A pending delivery is exactly one with a job; jobs are few (pending only) and carry the event's time.
+      const [row] = await query<{ pending: number; oldest: number | null }>(
+        "SELECT count(*)::int AS pending, min(created_at) AS oldest FROM jobs WHERE kind = 'webhook.deliver'",
       );
-      return { pending: row!.pending, oldestCreatedAt: row!.oldest ?? undefined };
+      return { pending: row!.pending, oldestCreatedAt: row!.oldest === null ? undefined : new Date(row!.oldest).toISOString() };
     },
   };
 }

@@ -60,13 +60,21 @@ export function createSqliteEventWriter({ stmt, nextIds }: Pick<SqliteContext, '
 }
 
 export function createSqliteEvents({ db, stmt }: SqliteContext): EventRepository {
+  // Per account, everything up to its last event older than the cutoff goes, by key ranges:
+  // deliveries through their endpoints' keys, events through theirs (jobs are few: pending only).
   const prune = db.transaction((before: string): number => {
-    // Jobs of pruned deliveries go first (jobs have no foreign key); deliveries cascade.
-    stmt<[string], unknown>(
-      `DELETE FROM jobs WHERE kind = 'webhook.deliver' AND EXISTS (
-         SELECT 1 FROM events e WHERE e.account_id = jobs.account_id AND e.seq = jobs.ref AND e.created_at < ?)`,
-    ).run(before);
-    return stmt<[string], unknown>('DELETE FROM events WHERE created_at < ?').run(before).changes;
+    const old = stmt<[string], { account_id: string; upto: number }>(
+      'SELECT account_id, max(seq) AS upto FROM events WHERE created_at < ? GROUP BY account_id',
+    ).all(before);
+    let pruned = 0;
+    for (const { account_id: accountId, upto } of old) {
+      stmt<[string, number], unknown>(
+        'DELETE FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE account_id = ?) AND event_seq <= ?',
+      ).run(accountId, upto);
+      stmt<[string, number], unknown>("DELETE FROM jobs WHERE kind = 'webhook.deliver' AND account_id = ? AND ref <= ?").run(accountId, upto);
+      pruned += stmt<[string, number], unknown>('DELETE FROM events WHERE account_id = ? AND seq <= ?').run(accountId, upto).changes;
+    }
+    return pruned;
   });
 
   return {

@@ -216,7 +216,9 @@ export const migrations: Migration[] = [
     // The account's event log (the transactional outbox: each change writes its event in its own
     // transaction), webhook endpoints, and one delivery per (endpoint, event), attempted through
     // the same jobs table as messages (kind webhook.deliver, ref the event's seq, grp the
-    // endpoint: a process skips endpoints at their concurrency limit when it claims).
+    // endpoint: a process skips endpoints at their concurrency limit when it claims). Every
+    // index costs each outbox write: deliveries have only their key and the status listing's
+    // (pruning deletes them by created_at, which is their event's; the backlog is read from jobs).
     sql: `
       ALTER TABLE accounts ADD COLUMN last_event_seq INTEGER NOT NULL DEFAULT 0;
       ALTER TABLE accounts ADD COLUMN last_endpoint_seq INTEGER NOT NULL DEFAULT 0;
@@ -262,12 +264,9 @@ export const migrations: Migration[] = [
         last_error           TEXT,
         next_attempt_at      INTEGER,
         created_at           TEXT NOT NULL,
-        PRIMARY KEY (endpoint_id, event_seq),
-        FOREIGN KEY (account_id, event_seq) REFERENCES events (account_id, seq) ON DELETE CASCADE
+        PRIMARY KEY (endpoint_id, event_seq)
       ) STRICT, WITHOUT ROWID;
       CREATE INDEX webhook_deliveries_by_status ON webhook_deliveries (endpoint_id, status, event_seq);
-      CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (created_at) WHERE status = 'pending';
-      CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries (account_id, event_seq);
 
       ALTER TABLE jobs ADD COLUMN grp TEXT;
     `,

@@ -206,10 +206,11 @@ export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): Webh
     },
 
     async webhookStats() {
-      const row = stmt<[], { pending: number; oldest: string | null }>(
-        "SELECT count(*) AS pending, min(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'",
+      // A pending delivery is exactly one with a job; jobs are few (pending only) and carry the event's time.
+      const row = stmt<[], { pending: number; oldest: number | null }>(
+        "SELECT count(*) AS pending, min(created_at) AS oldest FROM jobs WHERE kind = 'webhook.deliver'",
       ).get()!;
-      return { pending: row.pending, oldestCreatedAt: row.oldest ?? undefined };
+      return { pending: row.pending, oldestCreatedAt: row.oldest === null ? undefined : new Date(row.oldest).toISOString() };
     },
   };
 }
