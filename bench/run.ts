@@ -11,7 +11,9 @@
 //   npm run bench -- --store postgres      # a fresh PostgreSQL database (PETSTORE_BENCH_POSTGRES_URL admin URL), dropped after
 //   npm run bench -- --log-level info      # the service's log level (default warn; info is the shipped default)
 //   npm run bench -- --only defaults       # SQLite: list20 and get-by-id as shipped (info) vs at warn, side by side
+//   npm run bench -- --only webhooks       # POST /v1/pets with events on vs off, and the webhook drain rate (bench/webhooks.ts)
 // A saved profile can be summarized again with bench/cpuprofile-summary.ts.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -60,7 +62,7 @@ const DEEP_PAGE_NUMBER = 5_000;
 const CONNECTIONS = [1, 50] as const;
 const WARMUP_CONNECTIONS = 50;
 
-const SCENARIO_IDS = ['list20', 'list100-available', 'deep-page', 'create', 'get-by-id', 'mixed', 'defaults', 'soak'] as const;
+const SCENARIO_IDS = ['list20', 'list100-available', 'deep-page', 'create', 'get-by-id', 'mixed', 'defaults', 'webhooks', 'soak'] as const;
 type ScenarioId = (typeof SCENARIO_IDS)[number];
 
 const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -309,7 +311,7 @@ async function walkToPage(ctx: Context, n: number): Promise<string> {
   }
 }
 
-const PREFLIGHT: Record<Exclude<ScenarioId, 'soak' | 'defaults'>, (ctx: Context) => Promise<void>> = {
+const PREFLIGHT: Record<Exclude<ScenarioId, 'soak' | 'defaults' | 'webhooks'>, (ctx: Context) => Promise<void>> = {
   async list20(ctx) {
     const res = await call(ctx, ctx.seed.catalog, `/v1/pets?limit=${PAGE}`);
     check(res.status === 200, `list20: HTTP ${res.status}`);
@@ -479,6 +481,10 @@ async function main(): Promise<number> {
     const invalid = measured.rows.filter(rowHasErrors);
     const noisy = measured.rows.filter((r) => r.load.otherCpuPct > NOISY_OTHER_CPU_PCT);
 
+    // Issue 19's rows (event-log cost on writes, webhook drain rate): bench/webhooks.ts, after the
+    // HTTP scenarios, on the same store, with its own servers and database.
+    const webhooksSection = opts.scenarios.includes('webhooks') ? runWebhooksBench(opts.store) : undefined;
+
     const md = [
       `# Petstore API benchmark`,
       '',
@@ -505,6 +511,7 @@ async function main(): Promise<number> {
       `Wall time: ${wallSec.toFixed(0)} s.` +
         (invalid.length ? ` **INVALID: errors in ${invalid.map((r) => `${r.scenario} @${r.connections}`).join(', ')}.**` : '') +
         (noisy.length ? ` Noisy rows (other CPU load): ${noisy.map((r) => `${r.id} @${r.connections}`).join(', ')}.` : ''),
+      ...(webhooksSection ? ['', webhooksSection] : []),
       ...(profileSummary ? ['', '## CPU profile of the service', '', '```', profileSummary, '```'] : []),
       '',
     ].join('\n');
@@ -545,6 +552,19 @@ async function main(): Promise<number> {
     removeTempDir = undefined;
     await dropDatabase?.().catch((err: unknown) => log(`could not drop the bench database: ${(err as Error).message}`));
   }
+}
+
+/** Runs bench/webhooks.ts on `store` and returns its Markdown section (or why it failed). */
+function runWebhooksBench(store: 'sqlite' | 'postgres'): string {
+  log('webhooks: bench/webhooks.ts (outbox cost on POST /v1/pets, drain rate of a 10 000-event backlog)');
+  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'webhooks.ts'), '--store', store], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    timeout: 12 * 60_000,
+  });
+  const section = result.stdout.slice(result.stdout.indexOf('### Webhooks bench')).trim();
+  return result.status === 0 && section.startsWith('###') ? section.replace(/^###/, '##') : `## Webhooks bench\n\nFailed (exit ${result.status ?? result.signal}).`;
 }
 
 async function postgresVersion(url: string): Promise<string> {
@@ -621,7 +641,7 @@ async function measure(
 
   await runCeiling('start');
 
-  const scenarios: { id: Exclude<ScenarioId, 'soak' | 'defaults'>; title: string; requests: () => AcRequest[] }[] = [
+  const scenarios: { id: Exclude<ScenarioId, 'soak' | 'defaults' | 'webhooks'>; title: string; requests: () => AcRequest[] }[] = [
     { id: 'list20', title: `GET /v1/pets?limit=${PAGE} (first page)`, requests: () => [get(`/v1/pets?limit=${PAGE}`, ctx.seed.catalog)] },
     { id: 'list100-available', title: 'GET /v1/pets?limit=100&status=available', requests: () => [get('/v1/pets?limit=100&status=available', ctx.seed.catalog)] },
     {
