@@ -1,4 +1,4 @@
-// Hears API key changes from every process through LISTEN on the channel migration 6's trigger
+// Hears API key changes from every process through LISTEN on the channel migration 7's trigger
 // notifies. One dedicated connection per process (a pooled one would be handed to queries).
 // While it is not listening, changes can be missed: the watcher reports itself not live (the
 // key service then checks the store on every request) and, once listening again, tells its
