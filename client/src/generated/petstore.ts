@@ -2261,7 +2261,7 @@ export interface operations {
                     "application/json": components["schemas"]["Event"];
                 };
             };
-            /** @description The id is empty or longer than 64 characters (`invalid_request`). */
+            /** @description The id is empty, longer than 64 characters, or has characters other than letters, digits and `_` (`invalid_request`). */
             400: {
                 headers: {
                     /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
@@ -2689,7 +2689,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
-            /** @description An id is empty or longer than 64 characters (`invalid_request`). */
+            /** @description An id is empty, longer than 64 characters, or has characters other than letters, digits and `_` (`invalid_request`). */
             400: {
                 headers: {
                     /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
@@ -2834,7 +2834,7 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
-            /** @description An id is empty or longer than 64 characters (`invalid_request`). */
+            /** @description An id is empty, longer than 64 characters, or has characters other than letters, digits and `_` (`invalid_request`). */
             400: {
                 headers: {
                     /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
