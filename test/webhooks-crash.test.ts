@@ -64,10 +64,10 @@ const SLOW_EVENTS = 300;
  * A backlog of SLOW_EVENTS events for an endpoint whose receiver answers in 300 ms, then a
  * server with its worker on; resolves once 40 deliveries arrived (more are in flight: 16 at once).
  */
-async function slowDeliveriesInFlight(t: TestContext, backend: Backend) {
+async function slowDeliveriesInFlight(t: TestContext, backend: Backend, extraEnv: Record<string, string> = {}) {
   const fixture = await createFixture(backend);
   const receiver = await startReceiver({ delayMs: 300 });
-  const env = { ...fixture.env, ...WEBHOOK_ENV };
+  const env = { ...fixture.env, ...WEBHOOK_ENV, ...extraEnv };
   const state: { server: ServerChild | undefined } = { server: undefined };
   t.after(async () => {
     await receiver.close();
@@ -104,7 +104,9 @@ describe('webhook deliveries across process deaths', { concurrency: 3 }, () => {
     });
 
     it(`${backend.name}: when SIGTERM arrives with deliveries in flight, then the process exits 0 having recorded them, and after the restart no event is received twice`, { timeout: 80_000 }, async (t) => {
-      const { fixture, receiver, env, endpoint, state } = await slowDeliveriesInFlight(t, backend);
+      // A long attempt timeout: on a loaded machine a 300 ms answer must not turn into a timeout
+      // (which would end the attempt without its answer, and repeat it after the restart).
+      const { fixture, receiver, env, endpoint, state } = await slowDeliveriesInFlight(t, backend, { PETSTORE_WEBHOOK_TIMEOUT_MS: '15000' });
       const inFlight = receiver.received.filter((r) => !r.answered);
       assert.ok(inFlight.length > 0, 'deliveries are in flight at SIGTERM');
       state.server!.kill('SIGTERM');
