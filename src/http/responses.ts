@@ -100,9 +100,12 @@ export const HealthBody = Type.Object({ status: Type.String() });
 export type Stability = 'experimental' | 'beta';
 export const stability = (level: Stability) => ({ 'x-stability': level });
 
-/** RFC 8288 `Link` to the next page of a listing, root-relative, keeping `limit` and `status`. */
-export function nextPageLink(path: string, limit: number, status: string | undefined, cursor: string): string {
-  const next = new URLSearchParams({ limit: String(limit), ...(status ? { status } : {}), cursor });
+/**
+ * RFC 8288 `Link` to the next page of a listing, root-relative, keeping `limit` and the
+ * listing's filter (`status` by default; `type` for events).
+ */
+export function nextPageLink(path: string, limit: number, filter: string | undefined, cursor: string, filterName = 'status'): string {
+  const next = new URLSearchParams({ limit: String(limit), ...(filter ? { [filterName]: filter } : {}), cursor });
   return `<${path}?${next.toString()}>; rel="next"`;
 }
 

@@ -6,7 +6,7 @@ import { PAGE_LIMIT_DEFAULT, ref } from '../../schemas/index.js';
 import { Event, EventIdParams, Events, ListEventsQuery } from '../../schemas/events.js';
 import type { Services } from '../../services/index.js';
 import { accountId } from '../plugins/auth.js';
-import { commonErrors, errorResponse, pageLinkHeaders, rateLimitHeaders, stability, success } from '../responses.js';
+import { commonErrors, errorResponse, nextPageLink, pageLinkHeaders, rateLimitHeaders, stability, success } from '../responses.js';
 
 const EVENTS_PATH = '/v1/events';
 
@@ -61,10 +61,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     async (request, reply) => {
       const { limit = PAGE_LIMIT_DEFAULT, type, after, cursor } = request.query;
       const page = await events.list(accountId(request), { limit, type, after, cursor });
-      if (page.nextCursor) {
-        const next = new URLSearchParams({ limit: String(limit), ...(type !== undefined ? { type } : {}), cursor: page.nextCursor });
-        reply.header('link', `<${EVENTS_PATH}?${next.toString()}>; rel="next"`);
-      }
+      if (page.nextCursor) reply.header('link', nextPageLink(EVENTS_PATH, limit, type, page.nextCursor, 'type'));
       return sendJsonText(reply, page.json);
     },
   );

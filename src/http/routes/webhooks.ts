@@ -31,6 +31,8 @@ const bodyErrors = (fields: string) =>
       'application/json (`invalid_content_type`).',
     rateLimitHeaders,
   );
+/** The 400 of the actions that take no body (or `{}`). */
+const emptyBodyErrors = errorResponse('An id is invalid or a body other than `{}` was sent (`invalid_request`), or the body is not JSON (`invalid_json`) or not application/json (`invalid_content_type`).', rateLimitHeaders);
 const tooLarge = errorResponse('The body is larger than 64 KiB (`payload_too_large`).', rateLimitHeaders);
 
 const ABOUT =
@@ -221,7 +223,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
         body: EmptyBody,
         response: {
           200: success('The new secret.', ref(RotatedSecret), rateLimitHeaders),
-          400: errorResponse('An id is invalid or a body other than `{}` was sent (`invalid_request`), or the body is not JSON (`invalid_json`) or not application/json (`invalid_content_type`).', rateLimitHeaders),
+          400: emptyBodyErrors,
           404: notFound('webhook endpoint'),
           413: tooLarge,
           ...commonErrors(),
@@ -277,7 +279,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
         body: EmptyBody,
         response: {
           202: success('Queued: the delivery is `pending`, due now.', ref(WebhookDelivery), rateLimitHeaders),
-          400: errorResponse('An id is invalid or a body other than `{}` was sent (`invalid_request`), or the body is not JSON (`invalid_json`) or not application/json (`invalid_content_type`).', rateLimitHeaders),
+          400: emptyBodyErrors,
           404: errorResponse('No webhook endpoint, or no delivery of it, with this id in your account (`not_found`).', rateLimitHeaders),
           409: errorResponse('The endpoint is disabled (`webhook_endpoint_disabled`): enable it first.', rateLimitHeaders),
           413: tooLarge,

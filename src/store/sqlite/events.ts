@@ -39,9 +39,9 @@ export function createSqliteEventWriter({ stmt, nextIds }: Pick<SqliteContext, '
           accountId, seq, randomId('evt_'), event.type, createdAt, event.data,
         );
         const bit = eventBit(event.type);
+        const now = Date.parse(createdAt);
         for (const endpoint of endpoints) {
           if ((endpoint.event_mask & bit) === 0) continue;
-          const now = Date.parse(createdAt);
           stmt<unknown[], unknown>(
             "INSERT INTO webhook_deliveries (account_id, endpoint_id, event_seq, id, status, next_attempt_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)",
           ).run(accountId, endpoint.id, seq, randomId('whd_'), now, createdAt);
