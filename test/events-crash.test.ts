@@ -12,27 +12,13 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import type { Order, Pet } from '../src/schemas/index.js';
 import { backends } from './helpers/backends.js';
-import { createFixture, type Fixture, killAndDrop, listAllPets, type ServerChild, startServer } from './helpers/durability.js';
+import { call, createFixture, type Fixture, killAndDrop, listAllPets, type ServerChild, startServer } from './helpers/durability.js';
 import { type ApiEvent, listAll, listEvents, registerEndpoint, WEBHOOK_ENV } from './helpers/webhooks.js';
 
 const PETS = 16;
 const WORKERS = 8;
 const ROUNDS = 2;
 
-/** A JSON request that never throws: a dead server is `undefined`. */
-async function call(url: string, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown } | undefined> {
-  try {
-    const res = await fetch(url + path, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(10_000),
-    });
-    return { status: res.status, body: await res.json() };
-  } catch {
-    return undefined;
-  }
-}
 
 const TRANSITION = { placed: ['available', 'pending'], delivered: ['pending', 'sold'], cancelled: ['pending', 'available'] } as const;
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backends } from './helpers/backends.js';
-import { checkStoreIntegrity, createFixture, killAndDrop, listAllPets, type ServerChild, startServer } from './helpers/durability.js';
+import { call, checkStoreIntegrity, createFixture, killAndDrop, listAllPets, type ServerChild, startServer } from './helpers/durability.js';
 
 type Order = { id: number; petId: number; status: 'placed' | 'delivered' | 'cancelled' };
 
@@ -13,20 +13,6 @@ const PETS = 24;
 const WORKERS = 8;
 const ROUNDS = 2;
 
-/** A JSON request that never throws: a dead server is `undefined`. */
-async function call(url: string, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown } | undefined> {
-  try {
-    const res = await fetch(url + path, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(10_000),
-    });
-    return { status: res.status, body: await res.json() };
-  } catch {
-    return undefined;
-  }
-}
 
 async function allOrders(url: string, key: string): Promise<Order[]> {
   const orders: Order[] = [];

@@ -430,3 +430,18 @@ export function parseResponses(data: Buffer): RawResponse[] {
     rest = rest.subarray(end + 4 + length);
   }
 }
+
+/** A JSON request that never throws: a dead server is `undefined`. */
+export async function call(url: string, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown } | undefined> {
+  try {
+    const res = await fetch(url + path, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    return { status: res.status, body: await res.json() };
+  } catch {
+    return undefined;
+  }
+}
