@@ -57,6 +57,12 @@ const CURSOR = /^[A-Za-z0-9_-]{1,512}$/;
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
+/** A list page as sent: the JSON body and the Link header, if a next page exists. */
+interface SentPage {
+  body: string;
+  link: string | undefined;
+}
+
 type Taken = { kind: 'getPet'; id: number } | { kind: 'listPets'; query: PageQuery };
 
 interface Pending {
@@ -208,18 +214,12 @@ export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: 
    * failing, a bad cursor, shutdown meanwhile, no token left) goes to Fastify before a token
    * is taken or a byte written, so Fastify answers it with its own checks and error model.
    */
-  async function answerFromStore(item: Pending, auth: { accountId: string; keyId: string }): Promise<void> {
+  async function answerFromStore(item: Pending, auth: { accountId: string; keyId: string }, read: Promise<SentPage>): Promise<void> {
     let done = false;
     try {
-      if (item.taken.kind !== 'listPets') return;
-      const { query } = item.taken;
-      const page = await services.pets.list(auth.accountId, query);
+      const { body, link } = await read;
       if (closing() || item.res.destroyed) return;
-      // The route's serializer writes a Pet's fields in schema order and nothing else; the
-      // store's Pets hold exactly those, in that order, so JSON.stringify writes the same bytes
-      // (test/http/fast-path-postgres.test.ts compares the two paths byte for byte).
-      const link = page.nextCursor ? nextPageLink(LIST_PATH, query.limit, query.status, page.nextCursor) : undefined;
-      done = send(item, auth, JSON.stringify(page.pets), link);
+      done = send(item, auth, body, link);
     } catch (error) {
       if (item.res.headersSent) {
         log.error({ err: error }, 'fast path failed after answering');
@@ -230,19 +230,44 @@ export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: 
     }
   }
 
+  /**
+   * The page's body and Link, read once for all the identical list requests of one flush. All
+   * of them arrived before the query is sent, so its answer is as fresh as each one's own would
+   * be (a client's committed create is seen by its later list). Each request still takes its
+   * own token, and falls back to Fastify on its own if the read fails.
+   */
+  function readPage(reads: Map<string, Promise<SentPage>>, accountId: string, query: PageQuery): Promise<SentPage> {
+    const key = `${accountId}\0${query.limit}\0${query.status ?? ''}\0${query.cursor ?? ''}`;
+    let read = reads.get(key);
+    if (read === undefined) {
+      // The route's serializer writes a Pet's fields in schema order and nothing else; the
+      // store's Pets hold exactly those, in that order, so JSON.stringify writes the same bytes
+      // (test/http/fast-path-postgres.test.ts compares the two paths byte for byte).
+      read = services.pets.list(accountId, query).then((page) => ({
+        body: JSON.stringify(page.pets),
+        link: page.nextCursor ? nextPageLink(LIST_PATH, query.limit, query.status, page.nextCursor) : undefined,
+      }));
+      reads.set(key, read);
+    }
+    return read;
+  }
+
   function flush(): void {
     const batch = pending;
     pending = [];
+    let reads: Map<string, Promise<SentPage>> | undefined;
     // One synchronous run: the store asks its change check once for the whole batch.
     for (const item of batch) {
       let done = false;
       try {
         const answered = answer(item);
-        if (typeof answered === 'object') {
-          void answerFromStore(item, answered);
+        // Only a list, on a store without a cache, comes back as the account to read for.
+        if (typeof answered === 'object' && item.taken.kind === 'listPets') {
+          reads ??= new Map();
+          void answerFromStore(item, answered, readPage(reads, answered.accountId, item.taken.query));
           continue;
         }
-        done = answered;
+        done = answered === true;
       } catch (error) {
         // Thrown before anything was written (a bad cursor, a store failure): Fastify
         // answers, with the error model and its own try. After the answer was written (the
