@@ -3,17 +3,18 @@
 // restart, replaying a pet's status changes from its creation ends at its status; each order
 // has its placed event and, once moved, the one matching move, each followed by its pet's
 // status change; no event without its change (none for a refused one); each account's
-// sequence is 1..N (the counter rolls back with its transaction: no gaps); every event has
-// its pending delivery and job (the outbox).
+// sequence is 1..N (the counter rolls back with its transaction: no gaps); once the log is
+// fanned out to the endpoints, every event has its pending delivery and job, and only one.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import type { Order, Pet } from '../src/schemas/index.js';
+import { createStore } from '../src/store/index.js';
 import { backends } from './helpers/backends.js';
-import { call, createFixture, type Fixture, killAndDrop, listAllPets, type ServerChild, startServer } from './helpers/durability.js';
-import { type ApiEvent, listAll, listEvents, registerEndpoint, WEBHOOK_ENV } from './helpers/webhooks.js';
+import { call, createFixture, type Fixture, killAndDrop, listAll, listAllPets, type ServerChild, startServer } from './helpers/durability.js';
+import { type ApiEvent, listEvents, registerEndpoint, WEBHOOK_ENV } from './helpers/webhooks.js';
 
 const PETS = 16;
 const WORKERS = 8;
@@ -77,8 +78,14 @@ function checkAccount(events: ApiEvent[], pets: Pet[], orders: Order[]): string 
   return `${events.length} events (${pets.length} pets, ${orders.length} orders, ${moved} moved)`;
 }
 
-/** Every event has one pending delivery to the one endpoint and its job, and nothing else is there (the worker is off). */
+/** Fanned out (as the worker would: it is off), every event has one pending delivery to its account's endpoint and its job, and nothing else is there. */
 async function checkOutbox(fixture: Fixture, events: number): Promise<void> {
+  const store = await createStore({ databaseUrl: fixture.url, pgPoolMax: 2 });
+  try {
+    while ((await store.fanOutWebhookEvents(1000)) > 0);
+  } finally {
+    await store.close();
+  }
   const sql = {
     events: 'SELECT count(*) AS n FROM events',
     deliveries: "SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'",

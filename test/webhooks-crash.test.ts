@@ -12,16 +12,21 @@ import { createFixture, type Fixture, killAndDrop, type ServerChild, startServer
 import { startServerProcess } from './helpers/process.js';
 import { checkReceived, createPets, listDeliveries, listEvents, type Receiver, registerEndpoint, startReceiver, WEBHOOK_ENV } from './helpers/webhooks.js';
 
-/** Waits until the endpoint has no pending delivery and `count` succeeded ones; fails after timeoutMs. */
+/**
+ * Waits until the endpoint has `count` deliveries, none pending, and checks they all succeeded;
+ * fails after timeoutMs. Deliveries appear only once the worker has fanned the events out, so
+ * "none pending" alone would also hold before the first fan-out.
+ */
 async function drained(url: string, key: string, endpointId: string, count: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  let all: Awaited<ReturnType<typeof listDeliveries>>;
   for (;;) {
-    const pending = await listDeliveries(url, key, endpointId, 'pending');
-    if (pending.length === 0) break;
-    assert.ok(Date.now() < deadline, `${pending.length} deliveries still pending after ${timeoutMs} ms`);
+    all = await listDeliveries(url, key, endpointId);
+    const pending = all.filter((d) => d.status === 'pending').length;
+    if (all.length >= count && pending === 0) break;
+    assert.ok(Date.now() < deadline, `${all.length} of ${count} deliveries made, ${pending} still pending after ${timeoutMs} ms`);
     await sleep(250);
   }
-  const all = await listDeliveries(url, key, endpointId);
   assert.equal(all.length, count, 'one delivery per event');
   const notSucceeded = all.filter((d) => d.status !== 'succeeded');
   assert.deepEqual(notSucceeded, [], 'every delivery succeeded');

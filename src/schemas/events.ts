@@ -21,7 +21,7 @@ const eventFields = (type: EventType, description: string, data: ReturnType<type
   Type.Object(
     {
       id: Type.String({
-        description: 'Opaque, unique identifier: `evt_` and 32 random hex characters. Also the `webhook-id` of every delivery of this event.',
+        description: 'Opaque, unique identifier: `evt_` and 32 hex characters, 80 bits of them random; do not parse it. Also the `webhook-id` of every delivery of this event.',
         examples: [EVENT_ID_EXAMPLE],
       }),
       type: Type.Literal(type, { description: 'What happened.' }),

@@ -1,4 +1,6 @@
-// The webhook delivery worker every server process runs. It keeps up to `concurrency`
+// The webhook delivery worker every server process runs. It first fans the event log out to
+// endpoints (changes write only their events; each endpoint has a cursor in the log), then
+// claims due deliveries. It keeps up to `concurrency`
 // attempts in flight, at most `endpointConcurrency` per endpoint: claims skip endpoints at
 // their limit, so one slow or dead receiver never holds back the others. Each attempt is
 // signed (Standard Webhooks) with the endpoint's live secrets; outcomes are recorded in
@@ -36,6 +38,8 @@ const POLL_MS = 200;
 const EMPTY_CLAIM_PAUSE_MS = 20;
 /** Claims at once: small, so deliveries waiting in memory for a busy endpoint stay few. */
 const CLAIM_MAX = 16;
+/** Events one fan-out passes per endpoint (one transaction): a long backlog goes in steps. */
+const FAN_OUT_MAX = 1000;
 
 export function createWebhookWorker(deps: { store: Store; clock: Clock; log: FastifyBaseLogger; send: Send; counters: WebhookWorkerCounters; options: WebhookWorkerOptions }) {
   const { store, clock, log, send, counters, options } = deps;
@@ -53,6 +57,10 @@ export function createWebhookWorker(deps: { store: Store; clock: Clock; log: Fas
   let wakeTimer: NodeJS.Timeout | undefined;
   let lastErrorLogged = 0;
   let lastEmptyClaim = 0;
+  // Fan out when told something changed here (wake), when the last one left more, or once a
+  // poll interval (other processes' changes); not on every finished attempt.
+  let fanOutWanted = true;
+  let lastFanOut = 0;
   const records: AttemptRecord[] = [];
   let recording: Promise<void> | undefined;
   let idle: (() => void) | undefined;
@@ -175,30 +183,43 @@ export function createWebhookWorker(deps: { store: Store; clock: Clock; log: Fas
     waitingCount++;
   }
 
-  /** Claims as much as there is room for; polls again later when nothing was due. */
+  /** Fans out what is due, then claims as much as there is room for; polls again later when nothing was due. */
   async function pump(): Promise<void> {
     if (claiming || stopped) return;
-    const room = options.concurrency - inFlight - waitingCount;
-    if (room <= 0) return;
+    // Fanning out does not need room here: its deliveries may go to another process.
+    const fanOutDue = fanOutWanted || clock.now() - lastFanOut >= pollMs;
+    if (!fanOutDue && options.concurrency - inFlight - waitingCount <= 0) return;
     claiming = true;
     let full = false;
+    let more = false;
     try {
-      const busy = [...running].filter(([, n]) => n >= options.endpointConcurrency).map(([id]) => id);
-      const max = Math.min(room, CLAIM_MAX);
-      const claimed = await store.claimWebhookDeliveries(clock.now(), leaseMs, max, busy);
-      for (const d of claimed) take(d);
-      // Claim again at once only if an endpoint just claimed for has room left: when all are at
-      // their limit the next claim would skip them, scanning their due jobs for nothing (a poll,
-      // a wake or a finished attempt looks again soon enough for other endpoints).
-      full = claimed.length === max && claimed.some((d) => (running.get(d.endpointId) ?? 0) < options.endpointConcurrency);
-      if (claimed.length === 0) lastEmptyClaim = clock.now();
+      if (fanOutDue) {
+        fanOutWanted = false;
+        lastFanOut = clock.now();
+        more = (await store.fanOutWebhookEvents(FAN_OUT_MAX)) >= FAN_OUT_MAX;
+        if (more) fanOutWanted = true;
+      }
+      const room = options.concurrency - inFlight - waitingCount;
+      if (room > 0) {
+        const busy = [...running].filter(([, n]) => n >= options.endpointConcurrency).map(([id]) => id);
+        const max = Math.min(room, CLAIM_MAX);
+        const claimed = await store.claimWebhookDeliveries(clock.now(), leaseMs, max, busy);
+        for (const d of claimed) take(d);
+        // Claim again at once only if an endpoint just claimed for has room left: when all are at
+        // their limit the next claim would skip them, scanning their due jobs for nothing (a poll,
+        // a wake or a finished attempt looks again soon enough for other endpoints).
+        full = claimed.length === max && claimed.some((d) => (running.get(d.endpointId) ?? 0) < options.endpointConcurrency);
+        if (claimed.length === 0) lastEmptyClaim = clock.now();
+      }
     } catch (err) {
-      warn(err, 'webhook worker: could not claim deliveries; retrying');
+      warn(err, 'webhook worker: could not fan out or claim deliveries; retrying');
     } finally {
       claiming = false;
     }
-    if (full) setImmediate(() => void pump());
-    else schedule(pollMs);
+    // A backlog goes on at once. Changes woken for meanwhile wait a little, like wakes do, so a
+    // burst of creates costs a fan-out per EMPTY_CLAIM_PAUSE_MS, not one per pump.
+    if (full || more) setImmediate(() => void pump());
+    else schedule(fanOutWanted ? EMPTY_CLAIM_PAUSE_MS : pollMs);
     checkIdle();
   }
 
@@ -217,6 +238,7 @@ export function createWebhookWorker(deps: { store: Store; clock: Clock; log: Fas
     /** Something may be due now (a change in this process, a manual retry): look soon instead of at the next poll. */
     wake(): void {
       // One look for a burst of changes, and fewer still while there is nothing to deliver.
+      fanOutWanted = true;
       if (stopped || wakeTimer) return;
       const delay = Math.max(5, lastEmptyClaim + EMPTY_CLAIM_PAUSE_MS - clock.now());
       wakeTimer = setTimeout(() => {

@@ -46,6 +46,7 @@ const TIMED = [
   'rotateWebhookSecret',
   'listWebhookDeliveries',
   'retryWebhookDelivery',
+  'fanOutWebhookEvents',
   'claimWebhookDeliveries',
   'recordWebhookAttempts',
   'webhookStats',

@@ -299,6 +299,13 @@ export interface WebhookRepository {
    * skipping those of `busyEndpoints` (at their concurrency limit in this process).
    */
   claimWebhookDeliveries(now: number, leaseMs: number, max: number, busyEndpoints: readonly string[]): Promise<ClaimedDelivery[]>;
+  /**
+   * Fans the event log out to endpoints: for each enabled endpoint, the events after its
+   * cursor (at most `max` of them) become pending deliveries with their jobs, and the cursor
+   * moves past them, in one transaction. Changes write only their events; this runs in the
+   * worker. Returns how many events were passed over (delivered or filtered out by kind).
+   */
+  fanOutWebhookEvents(max: number): Promise<number>;
   /** Records the attempts and settles their jobs, all in one transaction. */
   recordWebhookAttempts(records: readonly AttemptRecord[]): Promise<void>;
   webhookStats(): Promise<WebhookStats>;

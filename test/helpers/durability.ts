@@ -292,18 +292,21 @@ export function startLoad(
   return { sent, inFlight: () => inFlight, firstCreated, stop: () => (stopped = true), done };
 }
 
-/** Every pet of the account, through GET /v1/pets and its Link rel="next". */
-export async function listAllPets(baseUrl: string, key: string): Promise<Pet[]> {
-  const pets: Pet[] = [];
-  let next: string | undefined = '/v1/pets?limit=100';
+/** Every item of a paged listing (`limit=100`, Link rel="next"). */
+export async function listAll<T>(baseUrl: string, key: string, path: string): Promise<T[]> {
+  const items: T[] = [];
+  let next: string | undefined = path;
   while (next) {
-    const res = await fetch(baseUrl + next, { headers: { authorization: `Bearer ${key}` } });
+    const res = await fetch(baseUrl + next, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(10_000) });
     assert.equal(res.status, 200, `GET ${next}: ${res.status}`);
-    pets.push(...((await res.json()) as Pet[]));
+    items.push(...((await res.json()) as T[]));
     next = /<([^>]+)>;\s*rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
   }
-  return pets;
+  return items;
 }
+
+/** Every pet of the account, through GET /v1/pets and its Link rel="next". */
+export const listAllPets = (baseUrl: string, key: string): Promise<Pet[]> => listAll<Pet>(baseUrl, key, '/v1/pets?limit=100');
 
 export interface Verified {
   /** Pets listed after the restart. */

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { listAll } from './durability.js';
 
 /**
  * `petstore serve` settings for deliveries to a local http receiver, with short leases
@@ -70,19 +71,6 @@ export async function startReceiver(options: { delayMs?: number; status?: number
         server.close(() => resolve());
       }),
   };
-}
-
-/** Every item of a paged listing (`limit=100`, Link rel="next"). */
-export async function listAll<T>(baseUrl: string, key: string, path: string): Promise<T[]> {
-  const items: T[] = [];
-  let next: string | undefined = path;
-  while (next) {
-    const res = await fetch(baseUrl + next, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(10_000) });
-    assert.equal(res.status, 200, `GET ${next}: ${res.status}`);
-    items.push(...((await res.json()) as T[]));
-    next = /<([^>]+)>;\s*rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
-  }
-  return items;
 }
 
 export interface ApiEvent {

@@ -1,6 +1,7 @@
 // GET /v1/webhook-endpoints/{id}/deliveries?status=… on both stores: the filter answers 200
 // with the deliveries in that status only (SQLite once answered 500: its INDEXED BY clause
-// followed the join instead of its table, a syntax error).
+// followed the join instead of its table, a syntax error). The backlog gauge counts events not
+// fanned out yet as it counts deliveries.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { startApp } from '../helpers/app.js';
@@ -16,6 +17,12 @@ describe('listing deliveries by status', { concurrency: true }, () => {
       assert.equal(endpoint.status, 201);
       const { id } = endpoint.body as { id: string };
       for (const name of ['Rex', 'Tom']) assert.equal((await app.request('POST', '/v1/pets', { key, body: { name, categoryId: 1 } })).status, 201);
+      // The worker being off, the backlog is two events not fanned out yet; the test fans them out itself.
+      const before = await app.store.webhookStats();
+      assert.equal(before.pending, 2, 'events past the cursor count as pending');
+      assert.ok(before.oldestCreatedAt && Date.now() - Date.parse(before.oldestCreatedAt) < 60_000, `oldest pending: ${before.oldestCreatedAt}`);
+      assert.equal(await app.store.fanOutWebhookEvents(1000), 2);
+      assert.deepEqual(await app.store.webhookStats(), before, 'the same backlog, now as deliveries with jobs');
       for (const [status, count] of [['pending', 2], ['succeeded', 0], ['failed', 0]] as const) {
         const res = await app.request('GET', `/v1/webhook-endpoints/${id}/deliveries?status=${status}`, { key });
         assert.equal(res.status, 200, `status=${status}: ${res.text}`);

@@ -23,6 +23,9 @@ it('when one endpoint has a backlog, then every event is attempted once and clai
     event: { seq, id: `evt_${seq}`, type: 'pet.created', createdAt: '2026-11-23T12:00:00.000Z', data: '{}' },
   });
   const store = {
+    async fanOutWebhookEvents() {
+      return 0;
+    },
     async claimWebhookDeliveries(_now: number, _leaseMs: number, max: number, busy: readonly string[]) {
       claims++;
       // The endpoint skipped: the stores walk all its due jobs to find none.

@@ -393,7 +393,7 @@ export interface components {
         /** @description A pet was created. `data.object` is the new Pet. */
         PetCreatedEvent: {
             /**
-             * @description Opaque, unique identifier: `evt_` and 32 random hex characters. Also the `webhook-id` of every delivery of this event.
+             * @description Opaque, unique identifier: `evt_` and 32 hex characters, 80 bits of them random; do not parse it. Also the `webhook-id` of every delivery of this event.
              * @example evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f
              */
             id: string;
@@ -420,7 +420,7 @@ export interface components {
         /** @description A pet's status changed (placing, delivering or cancelling an order). `data.object` is the Pet after the change. */
         PetStatusChangedEvent: {
             /**
-             * @description Opaque, unique identifier: `evt_` and 32 random hex characters. Also the `webhook-id` of every delivery of this event.
+             * @description Opaque, unique identifier: `evt_` and 32 hex characters, 80 bits of them random; do not parse it. Also the `webhook-id` of every delivery of this event.
              * @example evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f
              */
             id: string;
@@ -448,7 +448,7 @@ export interface components {
         /** @description An order was placed (its pet became `pending`). `data.object` is the Order. */
         OrderPlacedEvent: {
             /**
-             * @description Opaque, unique identifier: `evt_` and 32 random hex characters. Also the `webhook-id` of every delivery of this event.
+             * @description Opaque, unique identifier: `evt_` and 32 hex characters, 80 bits of them random; do not parse it. Also the `webhook-id` of every delivery of this event.
              * @example evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f
              */
             id: string;
@@ -475,7 +475,7 @@ export interface components {
         /** @description An order was delivered (its pet became `sold`). `data.object` is the Order. */
         OrderDeliveredEvent: {
             /**
-             * @description Opaque, unique identifier: `evt_` and 32 random hex characters. Also the `webhook-id` of every delivery of this event.
+             * @description Opaque, unique identifier: `evt_` and 32 hex characters, 80 bits of them random; do not parse it. Also the `webhook-id` of every delivery of this event.
              * @example evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f
              */
             id: string;
@@ -502,7 +502,7 @@ export interface components {
         /** @description An order was cancelled (its pet became `available`). `data.object` is the Order. */
         OrderCancelledEvent: {
             /**
-             * @description Opaque, unique identifier: `evt_` and 32 random hex characters. Also the `webhook-id` of every delivery of this event.
+             * @description Opaque, unique identifier: `evt_` and 32 hex characters, 80 bits of them random; do not parse it. Also the `webhook-id` of every delivery of this event.
              * @example evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f
              */
             id: string;

@@ -9,13 +9,12 @@ import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
 import { createPostgresOrders } from './orders.js';
 import { createPostgresMessages } from './messages.js';
-import { createPostgresEvents, createPostgresEventWriter, fanOutSql, randomIdSql } from './events.js';
+import { createPostgresEvents, createPostgresEventWriter, eventIdSql } from './events.js';
 import { createPostgresWebhooks } from './webhooks.js';
-import { EVENT_TYPES } from '../../schemas/events.js';
 import { watchKeyChanges } from './key-changes.js';
 import { createPipeline } from './pipeline.js';
 import type { ApiKeyWatch } from '../types.js';
-import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, petCreatedEvent, type PetRow, toKey, toPet } from '../rows.js';
+import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, petCreatedEvent, type PetRow, randomHex20, toKey, toPet } from '../rows.js';
 
 /** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
 export const MIGRATION_LOCK_KEY = 0x50455453;
@@ -200,15 +199,14 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
   // that fails on a pet's own fault (a constraint) is retried one pet per statement, so only
   // that caller gets the error.
   // With events on, the same statement writes each pet's pet.created event (numbered from the
-  // account's event counter, taken in the same row update) and fans it out to webhook
-  // endpoints: the outbox costs no extra round trip. The event's JSON is built in SQL exactly
-  // as JSON.stringify builds it elsewhere (to_json escapes a name as JSON.stringify does for
-  // the characters names may hold).
+  // account's event counter, taken in the same row update): the outbox costs no extra round
+  // trip. The event's JSON is built in SQL exactly as JSON.stringify builds it elsewhere
+  // (to_json escapes a name as JSON.stringify does for the characters names may hold).
   const batchSql = events
     ? `
     WITH input AS (
-      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[])
-        WITH ORDINALITY AS t(account_id, name, category_id, status, created_at, ord)
+      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[])
+        WITH ORDINALITY AS t(account_id, name, category_id, status, created_at, event_random, ord)
     ),
     counts AS (SELECT account_id, count(*) AS n FROM input GROUP BY account_id),
     next AS (
@@ -227,13 +225,11 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
     ),
     ev AS (
       INSERT INTO events (account_id, seq, id, type, created_at, data)
-      SELECT account_id, event_seq, ${randomIdSql('evt_')}, 'pet.created', created_at,
+      SELECT account_id, event_seq, ${eventIdSql('event_seq', 'event_random')}, 'pet.created', created_at,
         '{"object":{"id":' || id || ',"name":' || to_json(name)::text || ',"categoryId":' || category_id ||
         COALESCE(',"status":"' || status || '"', '') || '}}'
       FROM numbered
-      RETURNING account_id, seq, type, created_at
-    ),
-    ${fanOutSql('ev', '$6')}
+    )
     SELECT account_id, base, (SELECT count(*) FROM inserted) AS inserted FROM next`
     : `
     WITH input AS (
@@ -285,7 +281,7 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
         batch.map((b) => b.pet.categoryId),
         batch.map((b) => b.pet.status ?? null),
         batch.map((b) => b.createdAt),
-        ...(events ? [EVENT_TYPES] : []),
+        ...(events ? [batch.map(randomHex20)] : []),
       ]);
     } catch (error) {
       // The database is away: every caller hears so. A pet's own fault (a constraint, a

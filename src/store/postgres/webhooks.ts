@@ -1,5 +1,7 @@
-// Webhook endpoints and deliveries on PostgreSQL. Deliveries are attempted through the jobs
-// table (kind webhook.deliver), taken with FOR UPDATE SKIP LOCKED and leased like message jobs;
+// Webhook endpoints and deliveries on PostgreSQL. The worker's fan-out turns the event log into
+// deliveries, each endpoint from its cursor (fanned_seq) on, the endpoint's row locked so two
+// instances never fan out the same events. Deliveries are attempted through the jobs table
+// (kind webhook.deliver), taken with FOR UPDATE SKIP LOCKED and leased like message jobs;
 // an attempt's outcome and its job's removal or rescheduling commit together, guarded by
 // status = 'pending', so a delivery finishes once whichever instance tries.
 import {
@@ -12,27 +14,38 @@ import {
   toClaimed,
   toDelivery,
   toEndpoint,
+  webhookStatsOf,
 } from '../rows.js';
+import { EVENT_TYPES } from '../../schemas/events.js';
 import type { WebhookRepository } from '../types.js';
 import type { PostgresContext } from './orders.js';
 
+/** SQL for 20 random hex digits (a v4 UUID's, without its version and variant digits). */
+const RANDOM_HEX_SQL = "left(overlay(overlay(replace(gen_random_uuid()::text, '-', '') placing '' from 17 for 1) placing '' from 13 for 1), 20)";
+/** SQL for a new id: `prefix`, the time in ms in 12 hex digits (a time-ordered key appends to its unique index instead of dirtying a random page), 20 random ones. */
+const randomIdSql = (prefix: string) => `'${prefix}' || lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || ${RANDOM_HEX_SQL}`;
+/** Enabled endpoints whose cursor is behind their account's last event: what the fan-out has to do. */
+const BEHIND = 'webhook_endpoints w JOIN accounts a ON a.id = w.account_id WHERE NOT w.disabled AND w.fanned_seq < a.last_event_seq';
 const DELIVERY_FROM = 'webhook_deliveries d JOIN events e ON e.account_id = d.account_id AND e.seq = d.event_seq';
 
 export function createPostgresWebhooks({ query, transaction }: PostgresContext): WebhookRepository {
   return {
     createWebhookEndpoint(accountId, e, max) {
       return transaction(async (client) => {
-        // The account's row lock serializes its creates, so the limit holds under concurrency.
+        // The account's row lock serializes its creates, so the limit holds under concurrency;
+        // the counter moves only for an endpoint that is made.
+        const { rows: locked } = await client.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+        const { rows: count } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_endpoints WHERE account_id = $1', [accountId]);
+        if (locked.length === 0 || count[0]!.n >= max) return undefined;
         const { rows: counter } = await client.query<{ seq: number }>(
           'UPDATE accounts SET last_endpoint_seq = last_endpoint_seq + 1 WHERE id = $1 RETURNING last_endpoint_seq AS seq',
           [accountId],
         );
-        const { rows: count } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_endpoints WHERE account_id = $1', [accountId]);
-        if (!counter[0] || count[0]!.n >= max) return undefined;
         const { rows } = await client.query<EndpointRow>(
-          `INSERT INTO webhook_endpoints (account_id, seq, id, url, event_mask, description, secret, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${ENDPOINT_COLUMNS}`,
-          [accountId, counter[0].seq, e.id, e.url, e.eventMask, e.description ?? null, e.secret, e.createdAt],
+          // Deliveries start with the account's next event.
+          `INSERT INTO webhook_endpoints (account_id, seq, id, url, event_mask, description, secret, created_at, fanned_seq)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, (SELECT last_event_seq FROM accounts WHERE id = $1)) RETURNING ${ENDPOINT_COLUMNS}`,
+          [accountId, counter[0]!.seq, e.id, e.url, e.eventMask, e.description ?? null, e.secret, e.createdAt],
         );
         return toEndpoint(rows[0]!);
       });
@@ -65,6 +78,8 @@ export function createPostgresWebhooks({ query, transaction }: PostgresContext):
         set('disabled', patch.disabled);
         // Whoever sets `disabled` decides: the service's reason (a 410) no longer applies.
         sets.push('disabled_reason = NULL');
+        // Re-enabled: deliveries resume with the account's next event, not the ones missed meanwhile.
+        if (!patch.disabled) sets.push('fanned_seq = CASE WHEN disabled THEN (SELECT last_event_seq FROM accounts WHERE id = $2) ELSE fanned_seq END');
       }
       const [row] =
         sets.length === 0
@@ -137,6 +152,37 @@ export function createPostgresWebhooks({ query, transaction }: PostgresContext):
       });
     },
 
+    async fanOutWebhookEvents(max) {
+      // One statement: lock the endpoints behind their account's last event (another instance
+      // fanning one out is skipped), add the deliveries and jobs of their next `max` events
+      // (by kind), and move their cursors. Every event up to last_event_seq is committed: the
+      // counter and the events commit together, under the account's row lock.
+      const [row] = await query<{ n: number }>(
+        `WITH due AS (
+           SELECT w.id, w.account_id, w.event_mask, w.fanned_seq AS after, least(a.last_event_seq, w.fanned_seq + $2) AS upto
+           FROM ${BEHIND}
+           FOR UPDATE OF w SKIP LOCKED
+         ),
+         moved AS (UPDATE webhook_endpoints w SET fanned_seq = due.upto FROM due WHERE w.id = due.id),
+         dl AS (
+           -- A delivery already there (written by a version that fanned out at write time) keeps its own job.
+           INSERT INTO webhook_deliveries (account_id, endpoint_id, event_seq, id, status, next_attempt_at, created_at)
+           SELECT e.account_id, due.id, e.seq, ${randomIdSql('whd_')}, 'pending', (extract(epoch FROM e.created_at) * 1000)::bigint, e.created_at
+           FROM due JOIN events e ON e.account_id = due.account_id AND e.seq > due.after AND e.seq <= due.upto
+           WHERE (due.event_mask & (1 << (array_position($1::text[], e.type) - 1))) <> 0
+           ON CONFLICT DO NOTHING
+           RETURNING account_id, endpoint_id, event_seq, next_attempt_at
+         ),
+         jb AS (
+           INSERT INTO jobs (kind, account_id, ref, grp, run_at, created_at)
+           SELECT 'webhook.deliver', account_id, event_seq, endpoint_id, next_attempt_at, next_attempt_at FROM dl
+         )
+         SELECT COALESCE(sum(upto - after), 0)::int AS n FROM due`,
+        [EVENT_TYPES, max],
+      );
+      return row!.n;
+    },
+
     async claimWebhookDeliveries(now, leaseMs, max, busyEndpoints) {
       const rows = await query<ClaimedRow>(
         `WITH j AS (
@@ -153,10 +199,12 @@ export function createPostgresWebhooks({ query, transaction }: PostgresContext):
            LEFT JOIN events e ON e.account_id = d.account_id AND e.seq = d.event_seq`,
         [now + leaseMs, now, busyEndpoints, max],
       );
-      // A job whose delivery was finished or deleted meanwhile: nothing left to do.
-      const orphans = rows.filter((row) => row.endpoint_id === null).map((row) => row.job_id);
+      // A job whose delivery was finished or deleted meanwhile, or whose event was pruned (a
+      // fan-out racing the retention): nothing left to do.
+      const live = (row: ClaimedRow) => row.endpoint_id !== null && row.event_id !== null;
+      const orphans = rows.filter((row) => !live(row)).map((row) => row.job_id);
       if (orphans.length > 0) await query('DELETE FROM jobs WHERE id = ANY($1::bigint[])', [orphans]);
-      return rows.filter((row) => row.endpoint_id !== null).map(toClaimed);
+      return rows.filter(live).map(toClaimed);
     },
 
     async recordWebhookAttempts(records) {
@@ -200,11 +248,14 @@ export function createPostgresWebhooks({ query, transaction }: PostgresContext):
     },
 
     async webhookStats() {
-      // A pending delivery is exactly one with a job; jobs are few (pending only) and carry the event's time.
-      const [row] = await query<{ pending: number; oldest: number | null }>(
-        "SELECT count(*)::int AS pending, min(created_at) AS oldest FROM jobs WHERE kind = 'webhook.deliver'",
+      // As on SQLite: deliveries with a job, and events past an enabled endpoint's cursor.
+      const [row] = await query<{ jobs: number; oldest_job: number | null; unfanned: number | null; oldest_unfanned: string | null }>(
+        `SELECT count(*)::int AS jobs, min(created_at) AS oldest_job,
+                (SELECT sum(a.last_event_seq - w.fanned_seq)::bigint FROM ${BEHIND}) AS unfanned,
+                (SELECT min(e.created_at) FROM events e WHERE (e.account_id, e.seq) IN (SELECT w.account_id, w.fanned_seq + 1 FROM ${BEHIND})) AS oldest_unfanned
+         FROM jobs WHERE kind = 'webhook.deliver'`,
       );
-      return { pending: row!.pending, oldestCreatedAt: row!.oldest === null ? undefined : new Date(row!.oldest).toISOString() };
+      return webhookStatsOf(row!.jobs, row!.oldest_job, row!.unfanned, row!.oldest_unfanned);
     },
   };
 }

@@ -271,4 +271,32 @@ export const migrations: Migration[] = [
       ALTER TABLE jobs ADD COLUMN grp TEXT;
     `,
   },
+  {
+    version: 7,
+    name: 'a cheaper event log',
+    // A change now writes only its event, into its key alone; the worker fans the log out to
+    // endpoints: fanned_seq is the last event seq an endpoint has deliveries for (or has passed
+    // over), and existing endpoints have deliveries for every event written so far. Event ids
+    // now carry their sequence (rows.ts, eventId): the index on ids is kept only for those made
+    // before (SQLite drops a UNIQUE constraint only with its table: rebuilt), and pruning walks
+    // each account's key instead of an index on created_at.
+    sql: `
+      ALTER TABLE webhook_endpoints ADD COLUMN fanned_seq INTEGER NOT NULL DEFAULT 0;
+      UPDATE webhook_endpoints SET fanned_seq = (SELECT last_event_seq FROM accounts WHERE accounts.id = webhook_endpoints.account_id);
+
+      CREATE TABLE events_v7 (
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        seq        INTEGER NOT NULL CHECK (seq >= 1),
+        id         TEXT NOT NULL,
+        type       TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        data       TEXT NOT NULL,
+        PRIMARY KEY (account_id, seq)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO events_v7 (account_id, seq, id, type, created_at, data) SELECT account_id, seq, id, type, created_at, data FROM events;
+      DROP TABLE events;
+      ALTER TABLE events_v7 RENAME TO events;
+      CREATE INDEX events_by_legacy_id ON events (id) WHERE substr(id, 1, 6) <> 'evt_00';
+    `,
+  },
 ];

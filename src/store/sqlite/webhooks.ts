@@ -1,6 +1,8 @@
-// Webhook endpoints and deliveries on SQLite. Deliveries are attempted through the jobs table
-// (kind webhook.deliver), leased like message jobs; an attempt's outcome and its job's removal
-// or rescheduling commit together, guarded by status = 'pending', so a delivery finishes once.
+// Webhook endpoints and deliveries on SQLite. The worker's fan-out turns the event log into
+// deliveries, each endpoint from its cursor (fanned_seq) on. Deliveries are attempted through
+// the jobs table (kind webhook.deliver), leased like message jobs; an attempt's outcome and its
+// job's removal or rescheduling commit together, guarded by status = 'pending', so a delivery
+// finishes once.
 import {
   CLAIMED_COLUMNS,
   type ClaimedRow,
@@ -11,10 +13,14 @@ import {
   toClaimed,
   toDelivery,
   toEndpoint,
+  typesOf,
+  webhookStatsOf,
 } from '../rows.js';
 import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../types.js';
 import type { SqliteContext } from './orders.js';
 
+/** Enabled endpoints whose cursor is behind their account's last event: what the fan-out has to do. */
+const BEHIND = 'webhook_endpoints w JOIN accounts a ON a.id = w.account_id WHERE w.disabled = 0 AND w.fanned_seq < a.last_event_seq';
 const DELIVERY_JOIN = 'JOIN events e ON e.account_id = d.account_id AND e.seq = d.event_seq';
 const DELIVERY_FROM = `webhook_deliveries d ${DELIVERY_JOIN}`;
 /** INDEXED BY must follow its table (and alias), before the JOIN: anywhere else it is a syntax error. */
@@ -33,9 +39,10 @@ export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): Webh
     if (n >= max) return undefined;
     const seq = nextIds('last_endpoint_seq', accountId, 1);
     return stmt<unknown[], EndpointRow>(
-      `INSERT INTO webhook_endpoints (account_id, seq, id, url, event_mask, description, secret, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${ENDPOINT_COLUMNS}`,
-    ).get(accountId, seq, e.id, e.url, e.eventMask, e.description ?? null, e.secret, e.createdAt)!;
+      // Deliveries start with the account's next event.
+      `INSERT INTO webhook_endpoints (account_id, seq, id, url, event_mask, description, secret, created_at, fanned_seq)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT last_event_seq FROM accounts WHERE id = ?)) RETURNING ${ENDPOINT_COLUMNS}`,
+    ).get(accountId, seq, e.id, e.url, e.eventMask, e.description ?? null, e.secret, e.createdAt, accountId)!;
   });
 
   const remove = db.transaction((accountId: string, id: string): boolean => {
@@ -68,6 +75,43 @@ export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): Webh
       stmt<[number, number], unknown>('UPDATE jobs SET run_at = ? WHERE id = ?').run(now, job.id);
     }
     return toDelivery(deliveryById(accountId, endpointId, id)!);
+  });
+
+  interface DueEndpoint {
+    id: string;
+    account_id: string;
+    event_mask: number;
+    fanned_seq: number;
+    last_event_seq: number;
+  }
+  const dueEndpoints = () =>
+    stmt<[], DueEndpoint>(
+      `SELECT w.id, w.account_id, w.event_mask, w.fanned_seq, a.last_event_seq FROM ${BEHIND}`,
+    ).all();
+  // In SQL, row by row in C: the events' time in ms, and time-ordered ids (prefix, ms in 12 hex, 20 random hex) as on PostgreSQL.
+  const EVENT_MS = "CAST(round(unixepoch(e.created_at, 'subsec') * 1000) AS INTEGER)";
+  const RANGE = 'e.account_id = ? AND e.seq > ? AND e.seq <= ? AND (? = -1 OR e.type IN (SELECT value FROM json_each(?)))';
+  const fanOut = db.transaction((now: number, max: number): number => {
+    let passed = 0;
+    for (const w of dueEndpoints()) {
+      const upto = Math.min(w.last_event_seq, w.fanned_seq + max);
+      const range = [w.account_id, w.fanned_seq, upto, w.event_mask, JSON.stringify(typesOf(w.event_mask))];
+      // Jobs first, for events without a delivery yet: a delivery already there (written by a
+      // version that fanned out at write time) keeps its own job.
+      stmt<unknown[], unknown>(
+        `INSERT INTO jobs (kind, account_id, ref, grp, run_at, created_at)
+         SELECT 'webhook.deliver', e.account_id, e.seq, ?, ${EVENT_MS}, ${EVENT_MS} FROM events e
+         WHERE ${RANGE} AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = ? AND d.event_seq = e.seq)`,
+      ).run(w.id, ...range, w.id);
+      stmt<unknown[], unknown>(
+        `INSERT INTO webhook_deliveries (account_id, endpoint_id, event_seq, id, status, next_attempt_at, created_at)
+         SELECT e.account_id, ?, e.seq, printf('whd_%012x', ?) || lower(hex(randomblob(10))), 'pending', ${EVENT_MS}, e.created_at FROM events e
+         WHERE ${RANGE} ON CONFLICT DO NOTHING`,
+      ).run(w.id, now, ...range);
+      stmt<[number, string], unknown>('UPDATE webhook_endpoints SET fanned_seq = ? WHERE id = ?').run(upto, w.id);
+      passed += upto - w.fanned_seq;
+    }
+    return passed;
   });
 
   const claim = db.transaction((now: number, leaseMs: number, max: number, busy: string): ClaimedDelivery[] => {
@@ -156,6 +200,8 @@ export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): Webh
       if (patch.description !== undefined) set('description = ?', patch.description);
       // Whoever sets `disabled` decides: the service's reason (a 410) no longer applies.
       if (patch.disabled !== undefined) set('disabled = ?, disabled_reason = NULL', patch.disabled ? 1 : 0);
+      // Re-enabled: deliveries resume with the account's next event, not the ones missed meanwhile.
+      if (patch.disabled === false) sets.push('fanned_seq = CASE WHEN disabled = 1 THEN (SELECT last_event_seq FROM accounts WHERE id = account_id) ELSE fanned_seq END');
       if (sets.length === 0) {
         const row = endpointById(accountId, id);
         return row && toEndpoint(row);
@@ -194,6 +240,11 @@ export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): Webh
       return retry.immediate(accountId, endpointId, deliveryId, now);
     },
 
+    async fanOutWebhookEvents(max) {
+      // Polled often: look without the write lock first.
+      return dueEndpoints().length === 0 ? 0 : fanOut.immediate(Date.now(), max);
+    },
+
     async claimWebhookDeliveries(now, leaseMs, max, busyEndpoints) {
       const busy = JSON.stringify(busyEndpoints);
       // An idle worker polls often: look without the write lock first, take it only for work.
@@ -206,11 +257,16 @@ export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): Webh
     },
 
     async webhookStats() {
-      // A pending delivery is exactly one with a job; jobs are few (pending only) and carry the event's time.
-      const row = stmt<[], { pending: number; oldest: number | null }>(
-        "SELECT count(*) AS pending, min(created_at) AS oldest FROM jobs WHERE kind = 'webhook.deliver'",
+      // Pending: deliveries with a job (jobs are few: pending only, carrying the event's time in
+      // ms), and events past an enabled endpoint's cursor, not fanned out yet (each counted as a
+      // delivery, though the endpoint's kinds may pass over some).
+      const row = stmt<[], { jobs: number; oldest_job: number | null; unfanned: number | null; oldest_unfanned: string | null }>(
+        `SELECT count(*) AS jobs, min(created_at) AS oldest_job,
+                (SELECT sum(a.last_event_seq - w.fanned_seq) FROM ${BEHIND}) AS unfanned,
+                (SELECT min(e.created_at) FROM events e WHERE (e.account_id, e.seq) IN (SELECT w.account_id, w.fanned_seq + 1 FROM ${BEHIND})) AS oldest_unfanned
+         FROM jobs WHERE kind = 'webhook.deliver'`,
       ).get()!;
-      return { pending: row.pending, oldestCreatedAt: row.oldest === null ? undefined : new Date(row.oldest).toISOString() };
+      return webhookStatsOf(row.jobs, row.oldest_job, row.unfanned, row.oldest_unfanned);
     },
   };
 }
