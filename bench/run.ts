@@ -50,6 +50,7 @@ import {
   type Verdict,
 } from './lib/report.js';
 import { type Credentials, type SeedResult, seedStore } from './lib/seed.js';
+import { benchAdminUrl, createPostgresDatabase, DEFAULT_ADMIN_URL, serviceEnv } from './lib/service.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin', 'petstore.js');
@@ -65,7 +66,6 @@ const WARMUP_CONNECTIONS = 50;
 const SCENARIO_IDS = ['list20', 'list100-available', 'deep-page', 'create', 'get-by-id', 'mixed', 'defaults', 'webhooks', 'soak'] as const;
 type ScenarioId = (typeof SCENARIO_IDS)[number];
 
-const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -169,31 +169,6 @@ const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 let removeTempDir: (() => void) | undefined;
 /** Set while the bench's PostgreSQL database exists. */
 let dropDatabase: (() => Promise<void>) | undefined;
-
-/** A fresh database on the server of `adminUrl`; returns its URL and sets dropDatabase. */
-async function createPostgresDatabase(adminUrl: string): Promise<string> {
-  const name = `petstore_bench_${process.pid}_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  dropDatabase = async () => {
-    dropDatabase = undefined;
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    try {
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    } finally {
-      await client.end();
-    }
-  };
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 /** Whether a service at this log level writes a line per request (then its stdout goes to a file, not through the bench). */
 const logsRequests = (level: string) => ['info', 'debug', 'trace'].includes(level);
@@ -377,25 +352,20 @@ async function main(): Promise<number> {
   removeTempDir = () => fs.rmSync(tmp, { recursive: true, force: true });
   const machine = machineInfo(ROOT, tmp);
   const dbFile = path.join(tmp, 'petstore.db');
-  const adminUrl = process.env.PETSTORE_BENCH_POSTGRES_URL || DEFAULT_ADMIN_URL;
+  const adminUrl = benchAdminUrl();
   const profileDir = path.join(RESULTS, 'profiles', new Date().toISOString().replace(/[:.]/g, '-'));
   try {
     const port = await freePort();
-    const database = opts.store === 'postgres' ? await createPostgresDatabase(adminUrl) : dbFile;
-    // Only our PETSTORE_* settings: a developer's shell must not change what is measured.
-    const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PETSTORE_')));
-    const env: NodeJS.ProcessEnv = {
-      ...baseEnv,
-      NODE_ENV: 'production',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      PETSTORE_ENV: 'production',
-      PETSTORE_DATABASE_URL: database,
-      PETSTORE_LOG_LEVEL: opts.logLevel,
-      PETSTORE_RATE_LIMIT_PER_SECOND: '1000000',
-      PETSTORE_RATE_LIMIT_BURST: '1000000',
-      ...opts.settings,
-    };
+    let database = dbFile;
+    if (opts.store === 'postgres') {
+      const created = await createPostgresDatabase(adminUrl);
+      database = created.url;
+      dropDatabase = () => {
+        dropDatabase = undefined;
+        return created.drop();
+      };
+    }
+    const env = serviceEnv(port, database, { PETSTORE_LOG_LEVEL: opts.logLevel, ...opts.settings });
 
     const shownDatabase = opts.store === 'postgres' ? database.replace(/\/\/[^@/]*@/, '//') : dbFile;
     log(`seeding ${shownDatabase}: accounts and keys via the CLI, ${CATALOG_PETS.toLocaleString('en-US')} pets in one transaction`);
