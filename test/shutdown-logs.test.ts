@@ -39,3 +39,41 @@ test("when a server at info is SIGTERM'd right after a burst of requests, then e
   assert.equal(parsed.at(-1)?.msg, 'shut down cleanly', `the last line: ${lines.at(-1)}`);
   assert.ok(parsed.some((l) => l.msg === 'shutting down: finishing requests in flight'));
 });
+
+/** Runs `body` (a module's text, with createLogger and createLogDestination imported) in a child process; its stdout. */
+async function runLoggerScript(body: string): Promise<{ code: number | null; stdout: string }> {
+  const { spawn } = await import('node:child_process');
+  const script = `import { createLogger, createLogDestination } from ${JSON.stringify(new URL('../src/logger.ts', import.meta.url).href)};\n${body}`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let stdout = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { code, stdout };
+}
+
+test('when process.exit() is called in the same turn as a burst of lines, then every line is written (the turn\'s batch is flushed on exit)', async () => {
+  const { code, stdout } = await runLoggerScript(`
+    const logger = createLogger({ logLevel: 'info' }, createLogDestination(1));
+    for (let i = 0; i < 5000; i++) logger.info({ n: i }, 'burst');
+    process.exit(3);
+  `);
+  assert.equal(code, 3);
+  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { n: number });
+  assert.deepEqual(lines.map((l) => l.n), Array.from({ length: 5000 }, (_, i) => i));
+});
+
+test('when one line is logged on an idle process, then it is written within a turn, not held back for more', async () => {
+  const { code, stdout } = await runLoggerScript(`
+    const logger = createLogger({ logLevel: 'info' }, createLogDestination(1));
+    logger.info('alone');
+    // Keep the process alive, idle, until the line has left: it must not wait for company.
+    const started = Date.now();
+    const timer = setInterval(() => {
+      if (Date.now() - started > 5000) process.exit(1);
+    }, 10);
+    process.stdout.on('error', () => {});
+    setTimeout(() => { clearInterval(timer); process.kill(process.pid, 'SIGKILL'); }, 300);
+  `);
+  assert.equal(code, null, 'killed (no exit hook ran)');
+  assert.match(stdout, /"msg":"alone"/);
+});
