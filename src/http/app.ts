@@ -316,7 +316,7 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
   await app.register(exampleApi, { config, services, rateLimiter, metrics, onDocument: (document) => (exampleDocument = document) });
   if (config.fastPath) {
     fastPath = createFastPath({
-      listFromStore: store.kind === 'postgres',
+      readFromStore: store.kind === 'postgres',
       services,
       rateLimiter,
       clock,

@@ -39,10 +39,11 @@ export interface FastPathDeps {
   /** Fastify's logger: its serializers shape the per-request line like the onResponse hook's. */
   log: FastifyBaseLogger;
   /**
-   * The store keeps no read cache (PostgreSQL): a canonical listPets is read from it here
-   * (one pipelined query) instead of through Fastify, whose machinery costs more than the rest.
+   * The store keeps no read cache (PostgreSQL): a canonical listPets or getPet is read from it
+   * here (one pipelined query) instead of through Fastify, whose machinery costs more than the
+   * rest. A pet that is not there is Fastify's to answer (404, with the error model).
    */
-  listFromStore?: boolean;
+  readFromStore?: boolean;
 }
 
 const PET_PREFIX = '/v1/pets/';
@@ -141,7 +142,7 @@ function logCompleted(write: (request: CompletedRequest) => void, reqId: string,
  * covers all of them, which is exact, and costs one pread per turn instead of per request.
  */
 export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: ServerResponse, fallback: Handler) => boolean {
-  const { services, rateLimiter: limiter, clock, wire, record, answered, requestId, closing, log, listFromStore = false } = deps;
+  const { services, rateLimiter: limiter, clock, wire, record, answered, requestId, closing, log, readFromStore = false } = deps;
   const { takeNow } = limiter;
   if (!takeNow) return () => false;
   const rateLimit = rateLimitHeaderValues(limiter);
@@ -153,8 +154,8 @@ export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: 
   let fallbackOf: Handler = () => undefined;
 
   /**
-   * Answers from memory and returns true, or returns false having written nothing, or (a list
-   * on a store without a cache) the account whose page is to be read from the store.
+   * Answers from memory and returns true, or returns false having written nothing, or (on a
+   * store without a cache) the account whose page or pet is to be read from the store.
    */
   function answer(item: Pending): boolean | { accountId: string; keyId: string } {
     const { taken, authorization } = item;
@@ -164,11 +165,11 @@ export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: 
     if (!auth) return false;
     let body: string | undefined;
     let link: string | undefined;
+    if (readFromStore) return auth;
     if (taken.kind === 'getPet') {
       const pet = services.pets.getCached(auth.accountId, taken.id);
       body = pet && wire.pets.get(pet);
     } else {
-      if (listFromStore) return auth;
       // A bad cursor throws InvalidCursorError: Fastify, asked to answer, throws it again.
       const page = services.pets.listCached(auth.accountId, taken.query);
       const sent = page && wire.pages.get(page);
@@ -252,6 +253,20 @@ export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: 
     return read;
   }
 
+  /**
+   * The pet's body, read once for all the requests for it of one flush; as readPage's, the
+   * route's bytes (JSON.stringify of the store's Pet). Rejects when there is none.
+   */
+  function readPet(reads: Map<string, Promise<SentPage>>, accountId: string, id: number): Promise<SentPage> {
+    const key = `${accountId}\0#${id}`;
+    let read = reads.get(key);
+    if (read === undefined) {
+      read = services.pets.get(accountId, id).then((pet) => ({ body: JSON.stringify(pet), link: undefined }));
+      reads.set(key, read);
+    }
+    return read;
+  }
+
   function flush(): void {
     const batch = pending;
     pending = [];
@@ -261,10 +276,12 @@ export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: 
       let done = false;
       try {
         const answered = answer(item);
-        // Only a list, on a store without a cache, comes back as the account to read for.
-        if (typeof answered === 'object' && item.taken.kind === 'listPets') {
+        // On a store without a cache, the account to read for comes back.
+        if (typeof answered === 'object') {
           reads ??= new Map();
-          void answerFromStore(item, answered, readPage(reads, answered.accountId, item.taken.query));
+          const { taken } = item;
+          const read = taken.kind === 'listPets' ? readPage(reads, answered.accountId, taken.query) : readPet(reads, answered.accountId, taken.id);
+          void answerFromStore(item, answered, read);
           continue;
         }
         done = answered === true;
