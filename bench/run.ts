@@ -578,6 +578,36 @@ async function startDefaultsServices(env: NodeJS.ProcessEnv, tmp: string, cpu: n
   return started;
 }
 
+/** Runs of one scenario on one service as one: totals, time-weighted CPU, the worse tail. */
+function joinLoads(runs: LoadResult[]): LoadResult {
+  const sum = (f: (r: LoadResult) => number) => runs.reduce((a, r) => a + f(r), 0);
+  const requests = sum((r) => r.requests);
+  const durationSec = sum((r) => r.durationSec);
+  const byTime = (f: (r: LoadResult) => number) => sum((r) => f(r) * r.durationSec) / durationSec;
+  const statusCodes: Record<string, number> = {};
+  for (const r of runs) for (const [code, n] of Object.entries(r.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
+  return {
+    connections: runs[0]!.connections,
+    requests,
+    durationSec,
+    reqPerSec: requests / durationSec,
+    latencyMs: {
+      mean: sum((r) => r.latencyMs.mean * r.requests) / requests,
+      p50: Math.max(...runs.map((r) => r.latencyMs.p50)),
+      p99: Math.max(...runs.map((r) => r.latencyMs.p99)),
+      max: Math.max(...runs.map((r) => r.latencyMs.max)),
+    },
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    timeouts: sum((r) => r.timeouts),
+    statusCodes,
+    serverCpuPct: byTime((r) => r.serverCpuPct),
+    benchCpuPct: byTime((r) => r.benchCpuPct),
+    serverCpuUsPerRequest: sum((r) => r.serverCpuUsPerRequest * r.requests) / requests,
+    otherCpuPct: byTime((r) => r.otherCpuPct),
+  };
+}
+
 /** Other CPU use (% of one core) above which a row is flagged: something else was running. */
 const NOISY_OTHER_CPU_PCT = 25;
 
@@ -660,32 +690,38 @@ async function measure(
   }
 
   if (defaultsServices) {
-    // Side by side: each scenario at info then at warn, back to back, so drift hits both alike.
+    // Side by side, in the order info, warn, warn, info: each level's mean position is the same,
+    // so a machine that speeds up or slows down during the pair (this VM's ceiling moved by 25 %
+    // within one run) counts against neither. Each level's row joins its two runs.
     const connections = 50;
     for (const [id, title, requests] of [
       ['list20', `GET /v1/pets?limit=${PAGE}`, () => [get(`/v1/pets?limit=${PAGE}`, ctx.seed.catalog)]],
       ['get-by-id', 'GET /v1/pets/{petId}', () => getByIdRequests(ctx)],
     ] as const) {
-      const pair: Row[] = [];
-      for (const s of defaultsServices) {
+      const runsOf = new Map<DefaultsService, LoadResult[]>();
+      const [infoService, warnService] = defaultsServices as [DefaultsService, DefaultsService];
+      for (const s of [infoService, warnService, warnService, infoService]) {
         const spec = { url: s.url, serverPid: s.child.pid };
-        if (opts.warmup > 0) await runLoad({ ...spec, connections: WARMUP_CONNECTIONS, duration: opts.warmup, requests: requests() });
+        if (opts.warmup > 0 && !runsOf.has(s)) await runLoad({ ...spec, connections: WARMUP_CONNECTIONS, duration: opts.warmup, requests: requests() });
         await pause();
         const load = await runLoad({ ...spec, connections, duration: opts.duration, requests: requests() });
-        const row: Row = {
+        runsOf.set(s, [...(runsOf.get(s) ?? []), load]);
+        log(`defaults ${id} @${s.level}: ${Math.round(load.reqPerSec)} req/s, p99 ${load.latencyMs.p99.toFixed(2)} ms, errors ${errorSummary(load)} (server CPU ${Math.round(load.serverCpuPct)}%, ${load.serverCpuUsPerRequest.toFixed(0)} µs/req)`);
+      }
+      const [info, warn] = [infoService, warnService].map((s): Row => {
+        const runs = runsOf.get(s)!;
+        return {
           id: `defaults-${id}-${s.level}`,
           scenario: `defaults: ${title} at ${s.level === 'info' ? 'info (nothing configured)' : 'warn'}`,
           connections,
-          load,
+          load: joinLoads(runs),
           ratio: undefined,
           serverRssMb: undefined,
+          note: `runs: ${runs.map((r) => Math.round(r.reqPerSec)).join(' and ')} req/s`,
         };
-        pair.push(row);
-        rows.push(row);
-        log(`defaults ${id} @${s.level}: ${Math.round(load.reqPerSec)} req/s, p99 ${load.latencyMs.p99.toFixed(2)} ms, errors ${errorSummary(load)} (server CPU ${Math.round(load.serverCpuPct)}%, ${load.serverCpuUsPerRequest.toFixed(0)} µs/req)`);
-      }
-      const [info, warn] = pair as [Row, Row];
-      info.note = `loss vs warn: ${(100 * (1 - info.load.reqPerSec / warn.load.reqPerSec)).toFixed(1)}% req/s, server CPU ${info.load.serverCpuUsPerRequest.toFixed(0)} vs ${warn.load.serverCpuUsPerRequest.toFixed(0)} µs/req`;
+      }) as [Row, Row];
+      rows.push(info, warn);
+      info.note += `; loss vs warn: ${(100 * (1 - info.load.reqPerSec / warn.load.reqPerSec)).toFixed(1)}% req/s, server CPU ${info.load.serverCpuUsPerRequest.toFixed(0)} vs ${warn.load.serverCpuUsPerRequest.toFixed(0)} µs/req`;
     }
   }
 
