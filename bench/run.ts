@@ -10,7 +10,7 @@
 //   npm run bench -- --no-pin              # let the scheduler place processes (default: bench CPU 0, servers CPU 1)
 //   npm run bench -- --store postgres      # a fresh PostgreSQL database (PETSTORE_BENCH_POSTGRES_URL admin URL), dropped after
 //   npm run bench -- --log-level info      # the service's log level (default warn; info is the shipped default)
-//   npm run bench -- --only defaults       # SQLite: list20 and get-by-id as shipped (info) vs at warn, side by side
+//   npm run bench -- --only defaults       # SQLite: list20 and get-by-id as shipped (info) vs at warn, side by side (info, warn, warn, info)
 //   npm run bench -- --only webhooks       # POST /v1/pets with events on vs off, and the webhook drain rate (bench/webhooks.ts)
 // A saved profile can be summarized again with bench/cpuprofile-summary.ts.
 import { spawnSync } from 'node:child_process';
