@@ -184,6 +184,46 @@ describe('/docs/webhooks', () => {
     assert.equal(stdout.match(/evt_forged/g)?.length, 1, 'only the accepted delivery is printed');
   });
 
+  test('when the TypeScript receiver is saved in the repository as pasted, then it type-checks, runs with tsx, accepts signed deliveries once each and refuses forged ones with 400', async (t) => {
+    const blocks = fences.filter((f) => f.lang === 'ts');
+    assert.equal(blocks.length, 1, 'one TypeScript receiver');
+    // In the repository, as the page says, so that @petstore/client resolves (the workspace's).
+    const here = mkdtempSync(path.join(path.resolve('.tmp'), 'receiver-ts-'));
+    t.after(() => rmSync(here, { recursive: true, force: true }));
+    const file = path.join(here, 'receiver.ts');
+    writeFileSync(file, blocks[0]!.code);
+    const tsc = spawn(process.execPath, [path.resolve('node_modules/typescript/bin/tsc'), '--noEmit', '--strict', '--skipLibCheck', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let diagnostics = '';
+    tsc.stdout!.on('data', (c: Buffer) => (diagnostics += c.toString()));
+    tsc.stderr!.on('data', (c: Buffer) => (diagnostics += c.toString()));
+    assert.equal(await new Promise((resolve) => tsc.on('close', resolve)), 0, `tsc:\n${diagnostics}`);
+
+    const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+    const port = await freePort();
+    const receiver = spawn(process.execPath, ['--import', 'tsx', file], { env: { ...process.env, WEBHOOK_SECRET: secret, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    t.after(() => receiver.kill('SIGKILL'));
+    let out = '';
+    receiver.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    receiver.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    for (const deadline = Date.now() + 20_000; !out.includes(`receiver listening on http://127.0.0.1:${port}/webhooks`); await sleep(50)) {
+      assert.ok(Date.now() < deadline && receiver.exitCode === null, `the receiver did not start:\n${out}`);
+    }
+    const body = JSON.stringify({ id: 'evt_ts1', type: 'pet.created', createdAt: new Date().toISOString(), sequence: 7, data: { object: { id: 1, name: 'Rex', categoryId: 1 } } });
+    const signed = (key: string, at: Date) => ({
+      'content-type': 'application/json',
+      'webhook-id': 'evt_ts1',
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': new Webhook(key).sign('evt_ts1', at, body),
+    });
+    const post = async (headers: Record<string, string>, payload = body) => (await fetch(`http://127.0.0.1:${port}/webhooks`, { method: 'POST', headers, body: payload })).status;
+    assert.equal(await post(signed(secret, new Date())), 204);
+    assert.equal(await post(signed(secret, new Date())), 204, 'a repeat is acknowledged');
+    assert.equal(await post(signed(secret, new Date()), body.replace('Rex', 'Rax')), 400, 'a tampered body');
+    assert.equal(await post(signed(`whsec_${Buffer.alloc(32, 1).toString('base64')}`, new Date())), 400, 'another secret');
+    assert.equal(await post(signed(secret, new Date(Date.now() - 301_000))), 400, 'more than 5 minutes old');
+    assert.equal(out.match(/^verified pet\.created evt_ts1 \(sequence 7\)$/gm)?.length, 1, `printed once:\n${out}`);
+  });
+
   test("when the README's Events and webhooks section is compared with the page, then each of its blocks is one of the page's (run above)", () => {
     const readme = codeBlocks(readmeSection());
     assert.ok(readme.length >= 3, `the README section has its blocks (${readme.length})`);
