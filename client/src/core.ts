@@ -25,6 +25,8 @@ export interface Call {
   body?: unknown;
   /** Writes only; generated when absent. */
   idempotencyKey?: string | undefined;
+  /** Aborts the attempt in flight and any retry: the call rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
   /**
    * `false` for a write the server does not make idempotent (no Idempotency-Key support, and a
    * repeat is not harmless: a second endpoint, a second rotation). It is then retried only on
@@ -87,15 +89,18 @@ export class Core {
     }
     const repeatable = call.repeatable ?? true;
     if (call.method !== 'GET' && repeatable) headers['idempotency-key'] = call.idempotencyKey ?? newIdempotencyKey();
+    const { signal } = call;
     for (let retries = 0; ; retries += 1) {
+      signal?.throwIfAborted();
       try {
-        return await this.#attempt<T>(call.method, url, headers, body);
+        return await this.#attempt<T>(call.method, url, headers, body, signal);
       } catch (error) {
+        signal?.throwIfAborted();
         if (!(error instanceof PetstoreError)) throw error;
         if (!repeatable && error.status !== 429) throw error;
         const delay = this.#retryDelayMs(error, retries);
         if (delay === undefined) throw error;
-        await new Promise((resolve) => setTimeout(resolve, delay));
+        await pause(delay, signal);
       }
     }
   }
@@ -131,15 +136,16 @@ export class Core {
     return url.toString();
   }
 
-  async #attempt<T>(method: string, url: string, headers: Record<string, string>, body: string | undefined): Promise<Answer<T>> {
+  async #attempt<T>(method: string, url: string, headers: Record<string, string>, body: string | undefined, callSignal: AbortSignal | undefined): Promise<Answer<T>> {
     const timeoutMs = this.#timeoutMs;
     const controller = timeoutMs === undefined ? undefined : new AbortController();
     const timer = controller && setTimeout(() => controller.abort(), timeoutMs);
+    const signal = controller && callSignal ? AbortSignal.any([controller.signal, callSignal]) : (controller?.signal ?? callSignal ?? null);
     try {
       let response: Response;
       let text: string;
       try {
-        response = await this.#fetch(url, { method, headers, body: body ?? null, signal: controller?.signal ?? null });
+        response = await this.#fetch(url, { method, headers, body: body ?? null, signal });
         text = await response.text(); // inside the timeout too: a stalled body is a timeout
       } catch (cause) {
         if (controller?.signal.aborted) {
@@ -170,6 +176,21 @@ export class Core {
     const retryAfterMs = error.retryAfter * 1000;
     return retryAfterMs > MAX_RETRY_AFTER_MS ? undefined : Math.max(retryAfterMs, backoff);
   }
+}
+
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+export function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /** Safe to retry: every write carries its Idempotency-Key, so a repeat cannot do the work twice. */

@@ -269,3 +269,33 @@ for (const backend of backends) {
     });
   });
 }
+
+describe('@petstore/client messages.waitUntilDone: the deadline aborts the poll in flight', () => {
+  test('when a poll gets no answer, then at timeoutMs the call rejects with timeout, the request is aborted (its connection closed) and nothing is retried', async () => {
+    const http = await import('node:http');
+    const requests: Array<{ url: string; closedAt?: number }> = [];
+    // A server that reads each request and never answers.
+    const silent = http.createServer((req) => {
+      const seen: { url: string; closedAt?: number } = { url: req.url ?? '' };
+      requests.push(seen);
+      req.socket.on('close', () => (seen.closedAt = Date.now()));
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (silent.address() as { port: number }).port;
+      const petstore = new Petstore({ apiKey: 'psk_live_unused', baseUrl: `http://127.0.0.1:${port}/v1`, timeoutMs: 60_000 });
+      const started = Date.now();
+      const { elapsed } = await timedOut(() => petstore.messages.waitUntilDone('msg_1', { timeoutMs: 300 }));
+      assert.ok(elapsed >= 295 && elapsed < 1500, `rejected after ${elapsed} ms`);
+      for (const deadline = Date.now() + 2000; requests[0]?.closedAt === undefined; await new Promise((r) => setTimeout(r, 10))) {
+        assert.ok(Date.now() < deadline, 'the poll in flight was aborted: its connection closed');
+      }
+      assert.ok(requests[0]!.closedAt! - started < 1500, 'closed at the deadline, not at the 60 s request timeout');
+      await new Promise((r) => setTimeout(r, 700)); // a retry would come after a backoff of at least 250 ms
+      assert.deepEqual(requests.map((r) => r.url), ['/example/v1/messages/msg_1'], 'one poll, not retried after the deadline');
+    } finally {
+      silent.closeAllConnections();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
+});

@@ -3,7 +3,7 @@
 //
 //   send ──202──▶ queued ──(the service delivers, normally within a second)──▶ delivered
 //                       └──(5 failed attempts, with backoff)───────────────────▶ failed
-import { type Core, type Page, parseRetryAfter, type WriteOptions } from '../core.js';
+import { type Core, type Page, parseRetryAfter, pause, type WriteOptions } from '../core.js';
 import { PetstoreError } from '../errors.js';
 import type { components, operations } from '../generated/example.js';
 
@@ -77,30 +77,26 @@ export class Messages {
     const { timeoutMs = DEFAULT_WAIT_TIMEOUT_MS, intervalMs = DEFAULT_POLL_INTERVAL_MS } = options;
     if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw new TypeError('waitUntilDone: timeoutMs must be a positive number of milliseconds.');
     if (!(Number.isFinite(intervalMs) && intervalMs >= 0)) throw new TypeError('waitUntilDone: intervalMs must be a number of milliseconds >= 0.');
-    // One deadline for the whole call, raced against each poll and each pause: the call rejects
-    // when timeoutMs passes even in the middle of a poll (whose retries may wait out a Retry-After).
+    // One deadline for the whole call: it aborts the poll in flight (and its retries, which may
+    // wait out a Retry-After) and the pause between polls, and the call rejects with it.
     let last: Message | undefined;
-    let deadlineTimer: ReturnType<typeof setTimeout> | undefined;
-    let pauseTimer: ReturnType<typeof setTimeout> | undefined;
-    const expired = new Promise<never>((_, reject) => {
-      deadlineTimer = setTimeout(() => {
-        const where = last === undefined ? 'no answer yet' : `still ${last.status}`;
-        reject(new PetstoreError({ status: 0, code: 'timeout', message: `waitUntilDone: message ${id} is not delivered or failed within ${timeoutMs} ms (${where}).` }));
-      }, timeoutMs);
-    });
+    const deadline = new AbortController();
+    const deadlineTimer = setTimeout(() => {
+      const where = last === undefined ? 'no answer yet' : `still ${last.status}`;
+      deadline.abort(new PetstoreError({ status: 0, code: 'timeout', message: `waitUntilDone: message ${id} is not delivered or failed within ${timeoutMs} ms (${where}).` }));
+    }, timeoutMs);
+    const { signal } = deadline;
     try {
       for (;;) {
-        const answer = await Promise.race([this.#core.request<Message>({ method: 'GET', path: messagePath(id) }), expired]);
+        const answer = await this.#core.request<Message>({ method: 'GET', path: messagePath(id), signal });
         last = answer.body;
         if (last.status !== 'queued') return last;
         const retryAfter = parseRetryAfter(answer.headers.get('retry-after'));
-        const pause = retryAfter === undefined ? intervalMs : retryAfter * 1000;
-        await Promise.race([new Promise((resolve) => (pauseTimer = setTimeout(resolve, pause))), expired]);
+        await pause(retryAfter === undefined ? intervalMs : retryAfter * 1000, signal);
       }
     } finally {
       // Nothing is left behind: no timer keeps a process alive after the call has settled.
       clearTimeout(deadlineTimer);
-      clearTimeout(pauseTimer);
     }
   }
 }
