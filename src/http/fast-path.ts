@@ -58,7 +58,7 @@ const CURSOR = /^[A-Za-z0-9_-]{1,512}$/;
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** A list page as sent: the JSON body and the Link header, if a next page exists. */
+/** A page or a pet as sent: the JSON body, and for a page the Link header if a next page exists. */
 interface SentPage {
   body: string;
   link: string | undefined;
@@ -163,9 +163,9 @@ export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: 
     const token = parseBearer(authorization);
     const auth = token === undefined ? undefined : services.apiKeys.authenticateCached(token);
     if (!auth) return false;
+    if (readFromStore) return auth;
     let body: string | undefined;
     let link: string | undefined;
-    if (readFromStore) return auth;
     if (taken.kind === 'getPet') {
       const pet = services.pets.getCached(auth.accountId, taken.id);
       body = pet && wire.pets.get(pet);
@@ -232,40 +232,32 @@ export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: 
   }
 
   /**
-   * The page's body and Link, read once for all the identical list requests of one flush. All
-   * of them arrived before the query is sent, so its answer is as fresh as each one's own would
-   * be (a client's committed create is seen by its later list). Each request still takes its
-   * own token, and falls back to Fastify on its own if the read fails.
+   * One store read for all the identical requests of one flush, by `key`. All of them arrived
+   * before the query is sent, so its answer is as fresh as each one's own would be (a client's
+   * committed create is seen by its later read). Each request still takes its own token, and
+   * falls back to Fastify on its own if the read fails (a missing pet rejects).
    */
-  function readPage(reads: Map<string, Promise<SentPage>>, accountId: string, query: PageQuery): Promise<SentPage> {
-    const key = `${accountId}\0${query.limit}\0${query.status ?? ''}\0${query.cursor ?? ''}`;
-    let read = reads.get(key);
-    if (read === undefined) {
-      // The route's serializer writes a Pet's fields in schema order and nothing else; the
-      // store's Pets hold exactly those, in that order, so JSON.stringify writes the same bytes
-      // (test/http/fast-path-postgres.test.ts compares the two paths byte for byte).
-      read = services.pets.list(accountId, query).then((page) => ({
-        body: JSON.stringify(page.pets),
-        link: page.nextCursor ? nextPageLink(LIST_PATH, query.limit, query.status, page.nextCursor) : undefined,
-      }));
-      reads.set(key, read);
+  function shared(reads: Map<string, Promise<SentPage>>, key: string, read: () => Promise<SentPage>): Promise<SentPage> {
+    let answer = reads.get(key);
+    if (answer === undefined) {
+      answer = read();
+      reads.set(key, answer);
     }
-    return read;
+    return answer;
   }
 
-  /**
-   * The pet's body, read once for all the requests for it of one flush; as readPage's, the
-   * route's bytes (JSON.stringify of the store's Pet). Rejects when there is none.
-   */
-  function readPet(reads: Map<string, Promise<SentPage>>, accountId: string, id: number): Promise<SentPage> {
-    const key = `${accountId}\0#${id}`;
-    let read = reads.get(key);
-    if (read === undefined) {
-      read = services.pets.get(accountId, id).then((pet) => ({ body: JSON.stringify(pet), link: undefined }));
-      reads.set(key, read);
-    }
-    return read;
-  }
+  // The route's serializer writes a Pet's fields in schema order and nothing else; the store's
+  // Pets hold exactly those, in that order, so JSON.stringify writes the same bytes
+  // (test/http/fast-path-postgres.test.ts compares the two paths byte for byte).
+  const readPage = (reads: Map<string, Promise<SentPage>>, accountId: string, query: PageQuery) =>
+    shared(reads, `${accountId}\0${query.limit}\0${query.status ?? ''}\0${query.cursor ?? ''}`, () =>
+      services.pets.list(accountId, query).then((page) => ({
+        body: JSON.stringify(page.pets),
+        link: page.nextCursor ? nextPageLink(LIST_PATH, query.limit, query.status, page.nextCursor) : undefined,
+      })),
+    );
+  const readPet = (reads: Map<string, Promise<SentPage>>, accountId: string, id: number) =>
+    shared(reads, `${accountId}\0#${id}`, () => services.pets.get(accountId, id).then((pet) => ({ body: JSON.stringify(pet), link: undefined })));
 
   function flush(): void {
     const batch = pending;
