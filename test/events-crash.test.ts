@@ -87,10 +87,12 @@ async function checkOutbox(fixture: Fixture, events: number): Promise<void> {
     await store.close();
   }
   const sql = {
-    events: 'SELECT count(*) AS n FROM events',
+    // A row of the log holds a run of `span` events (rows.ts, EventRow).
+    events: 'SELECT COALESCE(sum(span), 0) AS n FROM events',
     deliveries: "SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'",
     jobs: "SELECT count(*) AS n FROM jobs WHERE kind = 'webhook.deliver'",
-    eventsWithoutDelivery: 'SELECT count(*) AS n FROM events e WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.account_id = e.account_id AND d.event_seq = e.seq)',
+    eventsWithoutDelivery:
+      'SELECT COALESCE(sum(e.span - (SELECT count(*) FROM webhook_deliveries d WHERE d.account_id = e.account_id AND d.event_seq BETWEEN e.seq AND e.seq + e.span - 1)), 0) AS n FROM events e',
     deliveriesWithoutJob:
       "SELECT count(*) AS n FROM webhook_deliveries d WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.kind = 'webhook.deliver' AND j.account_id = d.account_id AND j.ref = d.event_seq AND j.grp = d.endpoint_id)",
   };

@@ -98,17 +98,58 @@ export interface JobRow {
 
 export const toJob = (row: JobRow): Job => ({ id: row.id, kind: row.kind, accountId: row.account_id, ref: row.ref, attempts: row.attempts });
 
+/**
+ * A row of the event log: a run of `span` consecutive events of one account, one kind and one
+ * commit (a group commit's pet.created events), or one event. A run is one row, not `span`:
+ * each row costs the change's write a heap and a key insert, inside the batch that holds the
+ * account's lock. The first event's id is `id`; the others' random digits are `more_ids`, 20
+ * each; `data` is the event's data, or a JSON array of the run's. Rows made before runs are
+ * single events.
+ */
 export interface EventRow {
   seq: number;
+  span: number;
   id: string;
+  more_ids: string | null;
   type: StoredEvent['type'];
   created_at: string;
   data: string;
 }
 
-export const EVENT_COLUMNS = 'seq, id, type, created_at, data';
+/** The most events one row holds (a group commit writes bigger batches as several rows). */
+export const MAX_RUN = 256;
 
-export const toEvent = (row: EventRow): StoredEvent => ({ seq: row.seq, id: row.id, type: row.type, createdAt: row.created_at, data: row.data });
+export const EVENT_COLUMNS = 'seq, span, id, more_ids, type, created_at, data';
+
+/** SQL (both stores): the seq of `account`'s event-log row holding its event `seq`, if any. */
+export const runOf = (account: string, seq: string) =>
+  `(SELECT x.seq FROM events x WHERE x.account_id = ${account} AND x.seq <= ${seq} ORDER BY x.seq DESC LIMIT 1)`;
+
+/** The id of event `seq` of a row (see EventRow). */
+const idIn = (row: Pick<EventRow, 'seq' | 'id' | 'more_ids'>, seq: number): string =>
+  seq === row.seq ? row.id : 'evt_' + seq.toString(16).padStart(12, '0') + row.more_ids!.slice((seq - row.seq - 1) * 20, (seq - row.seq) * 20);
+
+/** The events of a row, those after `afterSeq` only. */
+export function toEvents(row: EventRow, afterSeq = 0): StoredEvent[] {
+  if (row.span === 1) return row.seq > afterSeq ? [{ seq: row.seq, id: row.id, type: row.type, createdAt: row.created_at, data: row.data }] : [];
+  const data = JSON.parse(row.data) as unknown[];
+  const events: StoredEvent[] = [];
+  for (let k = Math.max(0, afterSeq - row.seq + 1); k < row.span; k++) {
+    events.push({ seq: row.seq + k, id: idIn(row, row.seq + k), type: row.type, createdAt: row.created_at, data: JSON.stringify(data[k]) });
+  }
+  return events;
+}
+
+/** Event `seq` of a row; undefined when the row does not hold it. */
+export function eventIn(row: EventRow, seq: number): StoredEvent | undefined {
+  if (seq < row.seq || seq >= row.seq + row.span) return undefined;
+  if (row.span === 1) return { seq, id: row.id, type: row.type, createdAt: row.created_at, data: row.data };
+  return { seq, id: idIn(row, seq), type: row.type, createdAt: row.created_at, data: JSON.stringify((JSON.parse(row.data) as unknown[])[seq - row.seq]) };
+}
+
+/** Rows of the log in order to a page of events: those after `afterSeq`, at most `limit`. */
+export const eventPage = (rows: readonly EventRow[], afterSeq: number, limit: number): StoredEvent[] =>
+  rows.flatMap((row) => toEvents(row, afterSeq)).slice(0, limit);
 
 export interface EndpointRow {
   seq: number;
@@ -144,7 +185,9 @@ export const toEndpoint = (row: EndpointRow): StoredWebhookEndpoint => ({
 export interface DeliveryRow {
   id: string;
   event_seq: number;
-  event_id: string;
+  run_seq: number;
+  run_id: string;
+  run_more_ids: string | null;
   event_type: StoredEvent['type'];
   status: StoredDelivery['status'];
   attempts: number;
@@ -154,14 +197,17 @@ export interface DeliveryRow {
   next_attempt_at: number | null;
 }
 
-/** Columns of webhook_deliveries d joined with events e. */
+/** Columns of webhook_deliveries d joined with the log's row e holding its event (deliveryJoin). */
 export const DELIVERY_COLUMNS =
-  'd.id, d.event_seq, e.id AS event_id, e.type AS event_type, d.status, d.attempts, d.last_attempt_at, d.last_response_status, d.last_error, d.next_attempt_at';
+  'd.id, d.event_seq, e.seq AS run_seq, e.id AS run_id, e.more_ids AS run_more_ids, e.type AS event_type, d.status, d.attempts, d.last_attempt_at, d.last_response_status, d.last_error, d.next_attempt_at';
+
+/** SQL: the join of a delivery d to the event-log row e holding its event. */
+export const DELIVERY_EVENT_JOIN = `JOIN events e ON e.account_id = d.account_id AND e.seq = ${runOf('d.account_id', 'd.event_seq')}`;
 
 export const toDelivery = (row: DeliveryRow): StoredDelivery => ({
   id: row.id,
   eventSeq: row.event_seq,
-  eventId: row.event_id,
+  eventId: idIn({ seq: row.run_seq, id: row.run_id, more_ids: row.run_more_ids }, row.event_seq),
   eventType: row.event_type,
   status: row.status,
   attempts: row.attempts,
@@ -183,18 +229,47 @@ export interface ClaimedRow {
   secret: string;
   previous_secret: string | null;
   previous_secret_expires_at: number | null;
-  event_id: string;
+  run_seq: number | null;
+  run_span: number | null;
+  run_id: string | null;
+  run_more_ids: string | null;
   event_type: StoredEvent['type'];
   event_created_at: string;
   event_data: string;
 }
 
-/** What a claim joins: the delivery d, its endpoint w, its event e, for job j. */
+/** What a claim joins: the delivery d, its endpoint w, the log's row e holding its event, for job j. */
 export const CLAIMED_COLUMNS =
   'j.id AS job_id, d.account_id, d.endpoint_id, d.event_seq, d.attempts, d.single_attempt, w.url, w.disabled, w.secret, ' +
-  'w.previous_secret, w.previous_secret_expires_at, e.id AS event_id, e.type AS event_type, e.created_at AS event_created_at, e.data AS event_data';
+  'w.previous_secret, w.previous_secret_expires_at, e.seq AS run_seq, e.span AS run_span, e.id AS run_id, e.more_ids AS run_more_ids, ' +
+  'e.type AS event_type, e.created_at AS event_created_at, e.data AS event_data';
 
-export const toClaimed = (row: ClaimedRow): ClaimedDelivery => ({
+/**
+ * Claimed rows to deliveries; a row whose delivery or event is gone (finished meanwhile, or
+ * pruned) is left out and its job id returned in `orphans`. A run's data is parsed once.
+ */
+export function toClaimedDeliveries(rows: readonly ClaimedRow[]): { claimed: ClaimedDelivery[]; orphans: number[] } {
+  const claimed: ClaimedDelivery[] = [];
+  const orphans: number[] = [];
+  const runs = new Map<string, unknown[]>();
+  for (const row of rows) {
+    if (row.endpoint_id === null || row.run_seq === null || row.event_seq >= row.run_seq + row.run_span! || row.event_seq < row.run_seq) {
+      orphans.push(row.job_id);
+      continue;
+    }
+    let data = row.event_data;
+    if (row.run_span! > 1) {
+      const key = `${row.account_id}\n${row.run_seq}`;
+      let parsed = runs.get(key);
+      if (!parsed) runs.set(key, (parsed = JSON.parse(row.event_data) as unknown[]));
+      data = JSON.stringify(parsed[row.event_seq - row.run_seq]);
+    }
+    claimed.push(toClaimed(row, { seq: row.event_seq, id: idIn({ seq: row.run_seq, id: row.run_id!, more_ids: row.run_more_ids }, row.event_seq), type: row.event_type, createdAt: row.event_created_at, data }));
+  }
+  return { claimed, orphans };
+}
+
+const toClaimed = (row: ClaimedRow, event: StoredEvent): ClaimedDelivery => ({
   jobId: row.job_id,
   accountId: row.account_id,
   endpointId: row.endpoint_id,
@@ -206,7 +281,7 @@ export const toClaimed = (row: ClaimedRow): ClaimedDelivery => ({
   secret: row.secret,
   previousSecret: row.previous_secret ?? undefined,
   previousSecretExpiresAt: row.previous_secret_expires_at ?? undefined,
-  event: { seq: row.event_seq, id: row.event_id, type: row.event_type, createdAt: row.event_created_at, data: row.event_data },
+  event,
 });
 
 // 20 random hex digits, from a pool of random bytes refilled 4 KiB at a time (a randomUUID per

@@ -6,7 +6,7 @@
 // generated tables follow the code, and the README's "Events and webhooks" blocks are the page's.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -188,6 +188,7 @@ describe('/docs/webhooks', () => {
     const blocks = fences.filter((f) => f.lang === 'ts');
     assert.equal(blocks.length, 1, 'one TypeScript receiver');
     // In the repository, as the page says, so that @petstore/client resolves (the workspace's).
+    mkdirSync(path.resolve('.tmp'), { recursive: true }); // absent in a fresh clone when this file runs alone
     const here = mkdtempSync(path.join(path.resolve('.tmp'), 'receiver-ts-'));
     t.after(() => rmSync(here, { recursive: true, force: true }));
     const file = path.join(here, 'receiver.ts');

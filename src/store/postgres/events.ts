@@ -3,7 +3,7 @@
 // the account's events by commit) and the events. A rolled-back change takes them with it.
 // Webhook deliveries are made from the log afterwards, by the worker's fan-out (webhooks.ts).
 import type { PoolClient } from 'pg';
-import { EVENT_COLUMNS, type EventRow, eventIdSeq, LEGACY_EVENT_ID, type NewEvent, randomHex20, toEvent, typesOf } from '../rows.js';
+import { EVENT_COLUMNS, eventIn, eventPage, type EventRow, eventIdSeq, LEGACY_EVENT_ID, type NewEvent, randomHex20, runOf, typesOf } from '../rows.js';
 import type { EventRepository, ListEventsStoreQuery } from '../types.js';
 import type { PostgresContext } from './orders.js';
 
@@ -34,25 +34,28 @@ export function createPostgresEventWriter(enabled: boolean): PostgresEventWriter
 export function createPostgresEvents({ query }: PostgresContext): EventRepository {
   return {
     async listEvents({ accountId, limit, typeMask, afterSeq = 0 }: ListEventsStoreQuery) {
+      // From the row holding the first event after afterSeq (rows hold runs: EventRow); each
+      // row holds at least one event to show, so `limit` rows fill the page.
+      const after = Math.floor(afterSeq);
+      const from = `seq >= COALESCE(${runOf('$1', '$2::bigint + 1')}, 0)`;
       const rows =
         typeMask === undefined
-          ? await query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [
-              accountId, Math.floor(afterSeq), limit,
-            ])
-          : await query<EventRow>(
-              `SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = $1 AND seq > $2 AND type = ANY($3::text[]) ORDER BY seq LIMIT $4`,
-              [accountId, Math.floor(afterSeq), typesOf(typeMask), limit],
-            );
-      return rows.map(toEvent);
+          ? await query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = $1 AND ${from} ORDER BY seq LIMIT $3`, [accountId, after, limit])
+          : await query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = $1 AND ${from} AND type = ANY($3::text[]) ORDER BY seq LIMIT $4`, [
+              accountId, after, typesOf(typeMask), limit,
+            ]);
+      return eventPage(rows, after, limit);
     },
 
     async getEvent(accountId, id) {
       const seq = eventIdSeq(id);
-      const [row] =
-        seq === undefined
-          ? await query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = $1 AND account_id = $2 AND ${LEGACY_EVENT_ID}`, [id, accountId])
-          : await query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = $1 AND seq = $2 AND id = $3`, [accountId, seq, id]);
-      return row && toEvent(row);
+      if (seq === undefined) {
+        const [row] = await query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = $1 AND account_id = $2 AND ${LEGACY_EVENT_ID}`, [id, accountId]);
+        return row && eventIn(row, row.seq);
+      }
+      const [row] = await query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = $1 AND seq = ${runOf('$1', '$2::bigint')}`, [accountId, seq]);
+      const event = row && eventIn(row, seq);
+      return event?.id === id ? event : undefined;
     },
 
     async pruneEvents(before) {
@@ -70,8 +73,8 @@ export function createPostgresEvents({ query }: PostgresContext): EventRepositor
                 WHERE w.account_id = old.account_id AND d.endpoint_id = w.id AND d.event_seq <= old.upto
               ),
               jobs_gone AS (DELETE FROM jobs j USING old WHERE j.kind = 'webhook.deliver' AND j.account_id = old.account_id AND j.ref <= old.upto),
-              gone AS (DELETE FROM events e USING old WHERE e.account_id = old.account_id AND e.seq <= old.upto RETURNING 1)
-         SELECT count(*)::int AS n FROM gone`,
+              gone AS (DELETE FROM events e USING old WHERE e.account_id = old.account_id AND e.seq <= old.upto RETURNING e.span)
+         SELECT COALESCE(sum(span), 0)::int AS n FROM gone`,
         [before],
       );
       return row!.n;

@@ -198,9 +198,9 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
   // once per pet, which would order that account's creates one commit after another. A batch
   // that fails on a pet's own fault (a constraint) is retried one pet per statement, so only
   // that caller gets the error.
-  // With events on, the same statement writes each pet's pet.created event (numbered from the
-  // account's event counter, taken in the same row update): the outbox costs no extra round
-  // trip. The event's JSON is built in SQL exactly as JSON.stringify builds it elsewhere
+  // With events on, the same statement writes the pets' pet.created events (numbered from the
+  // account's event counter, taken in the same row update), one row per account's run: the
+  // outbox costs no extra round trip. The event's JSON is built in SQL exactly as JSON.stringify builds it elsewhere
   // (to_json escapes a name as JSON.stringify does for the characters names may hold).
   const batchSql = events
     ? `
@@ -224,11 +224,15 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
       RETURNING 1
     ),
     ev AS (
-      INSERT INTO events (account_id, seq, id, type, created_at, data)
-      SELECT account_id, event_seq, ${eventIdSql('event_seq', 'event_random')}, 'pet.created', created_at,
-        '{"object":{"id":' || id || ',"name":' || to_json(name)::text || ',"categoryId":' || category_id ||
-        COALESCE(',"status":"' || status || '"', '') || '}}'
-      FROM numbered
+      -- One row per account for its run of events (rows.ts, EventRow); the batch is at most 256.
+      INSERT INTO events (account_id, seq, span, id, more_ids, type, created_at, data)
+      SELECT account_id, min(event_seq), count(*), ${eventIdSql('min(event_seq)', "left(string_agg(event_random, '' ORDER BY ord), 20)")},
+        NULLIF(substr(string_agg(event_random, '' ORDER BY ord), 21), ''), 'pet.created', min(created_at),
+        CASE WHEN count(*) > 1 THEN '[' ELSE '' END ||
+        string_agg('{"object":{"id":' || id || ',"name":' || to_json(name)::text || ',"categoryId":' || category_id ||
+          COALESCE(',"status":"' || status || '"', '') || '}}', ',' ORDER BY ord) ||
+        CASE WHEN count(*) > 1 THEN ']' ELSE '' END
+      FROM numbered GROUP BY account_id
     )
     SELECT account_id, base, (SELECT count(*) FROM inserted) AS inserted FROM next`
     : `

@@ -8,10 +8,12 @@ import {
   CLAIMED_COLUMNS,
   type ClaimedRow,
   DELIVERY_COLUMNS,
+  DELIVERY_EVENT_JOIN,
   type DeliveryRow,
   ENDPOINT_COLUMNS,
   type EndpointRow,
-  toClaimed,
+  runOf,
+  toClaimedDeliveries,
   toDelivery,
   toEndpoint,
   webhookStatsOf,
@@ -26,7 +28,7 @@ const RANDOM_HEX_SQL = "left(overlay(overlay(replace(gen_random_uuid()::text, '-
 const randomIdSql = (prefix: string) => `'${prefix}' || lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || ${RANDOM_HEX_SQL}`;
 /** Enabled endpoints whose cursor is behind their account's last event: what the fan-out has to do. */
 const BEHIND = 'webhook_endpoints w JOIN accounts a ON a.id = w.account_id WHERE NOT w.disabled AND w.fanned_seq < a.last_event_seq';
-const DELIVERY_FROM = 'webhook_deliveries d JOIN events e ON e.account_id = d.account_id AND e.seq = d.event_seq';
+const DELIVERY_FROM = `webhook_deliveries d ${DELIVERY_EVENT_JOIN}`;
 
 export function createPostgresWebhooks({ query, transaction }: PostgresContext): WebhookRepository {
   return {
@@ -167,8 +169,11 @@ export function createPostgresWebhooks({ query, transaction }: PostgresContext):
          dl AS (
            -- A delivery already there (written by a version that fanned out at write time) keeps its own job.
            INSERT INTO webhook_deliveries (account_id, endpoint_id, event_seq, id, status, next_attempt_at, created_at)
-           SELECT e.account_id, due.id, e.seq, ${randomIdSql('whd_')}, 'pending', (extract(epoch FROM e.created_at) * 1000)::bigint, e.created_at
-           FROM due JOIN events e ON e.account_id = due.account_id AND e.seq > due.after AND e.seq <= due.upto
+           -- Rows of the log from the one holding event after + 1, each expanded to its events (EventRow).
+           SELECT e.account_id, due.id, s.seq, ${randomIdSql('whd_')}, 'pending', (extract(epoch FROM e.created_at) * 1000)::bigint, e.created_at
+           FROM due
+           JOIN events e ON e.account_id = due.account_id AND e.seq >= COALESCE(${runOf('due.account_id', 'due.after + 1')}, 0) AND e.seq <= due.upto
+           CROSS JOIN LATERAL generate_series(greatest(e.seq, due.after + 1), least(e.seq + e.span - 1, due.upto)) AS s(seq)
            WHERE (due.event_mask & (1 << (array_position($1::text[], e.type) - 1))) <> 0
            ON CONFLICT DO NOTHING
            RETURNING account_id, endpoint_id, event_seq, next_attempt_at
@@ -196,15 +201,14 @@ export function createPostgresWebhooks({ query, transaction }: PostgresContext):
          SELECT ${CLAIMED_COLUMNS} FROM j
            LEFT JOIN webhook_deliveries d ON d.endpoint_id = j.grp AND d.event_seq = j.ref AND d.status = 'pending'
            LEFT JOIN webhook_endpoints w ON w.id = d.endpoint_id
-           LEFT JOIN events e ON e.account_id = d.account_id AND e.seq = d.event_seq`,
+           LEFT JOIN events e ON e.account_id = d.account_id AND e.seq = ${runOf('d.account_id', 'd.event_seq')}`,
         [now + leaseMs, now, busyEndpoints, max],
       );
       // A job whose delivery was finished or deleted meanwhile, or whose event was pruned (a
       // fan-out racing the retention): nothing left to do.
-      const live = (row: ClaimedRow) => row.endpoint_id !== null && row.event_id !== null;
-      const orphans = rows.filter((row) => !live(row)).map((row) => row.job_id);
+      const { claimed, orphans } = toClaimedDeliveries(rows);
       if (orphans.length > 0) await query('DELETE FROM jobs WHERE id = ANY($1::bigint[])', [orphans]);
-      return rows.filter(live).map(toClaimed);
+      return claimed;
     },
 
     async recordWebhookAttempts(records) {
@@ -252,7 +256,9 @@ export function createPostgresWebhooks({ query, transaction }: PostgresContext):
       const [row] = await query<{ jobs: number; oldest_job: number | null; unfanned: number | null; oldest_unfanned: string | null }>(
         `SELECT count(*)::int AS jobs, min(created_at) AS oldest_job,
                 (SELECT sum(a.last_event_seq - w.fanned_seq)::bigint FROM ${BEHIND}) AS unfanned,
-                (SELECT min(e.created_at) FROM events e WHERE (e.account_id, e.seq) IN (SELECT w.account_id, w.fanned_seq + 1 FROM ${BEHIND})) AS oldest_unfanned
+                (SELECT min(e.created_at) FROM webhook_endpoints w JOIN accounts a ON a.id = w.account_id
+                   JOIN events e ON e.account_id = w.account_id AND e.seq = ${runOf('w.account_id', 'w.fanned_seq + 1')}
+                 WHERE NOT w.disabled AND w.fanned_seq < a.last_event_seq) AS oldest_unfanned
          FROM jobs WHERE kind = 'webhook.deliver'`,
       );
       return webhookStatsOf(row!.jobs, row!.oldest_job, row!.unfanned, row!.oldest_unfanned);

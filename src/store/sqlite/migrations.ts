@@ -299,4 +299,14 @@ export const migrations: Migration[] = [
       CREATE INDEX events_by_legacy_id ON events (id) WHERE substr(id, 1, 6) <> 'evt_00';
     `,
   },
+  {
+    version: 8,
+    name: 'event runs',
+    // A row of the log may hold a run of events (rows.ts, EventRow): a group commit's pets write
+    // one row for their pet.created events instead of one each. Rows made before are runs of one.
+    sql: `
+      ALTER TABLE events ADD COLUMN span INTEGER NOT NULL DEFAULT 1 CHECK (span BETWEEN 1 AND 256);
+      ALTER TABLE events ADD COLUMN more_ids TEXT;
+    `,
+  },
 ];

@@ -7,10 +7,12 @@ import {
   CLAIMED_COLUMNS,
   type ClaimedRow,
   DELIVERY_COLUMNS,
+  DELIVERY_EVENT_JOIN,
   type DeliveryRow,
   ENDPOINT_COLUMNS,
   type EndpointRow,
-  toClaimed,
+  runOf,
+  toClaimedDeliveries,
   toDelivery,
   toEndpoint,
   typesOf,
@@ -21,10 +23,9 @@ import type { SqliteContext } from './orders.js';
 
 /** Enabled endpoints whose cursor is behind their account's last event: what the fan-out has to do. */
 const BEHIND = 'webhook_endpoints w JOIN accounts a ON a.id = w.account_id WHERE w.disabled = 0 AND w.fanned_seq < a.last_event_seq';
-const DELIVERY_JOIN = 'JOIN events e ON e.account_id = d.account_id AND e.seq = d.event_seq';
-const DELIVERY_FROM = `webhook_deliveries d ${DELIVERY_JOIN}`;
+const DELIVERY_FROM = `webhook_deliveries d ${DELIVERY_EVENT_JOIN}`;
 /** INDEXED BY must follow its table (and alias), before the JOIN: anywhere else it is a syntax error. */
-const DELIVERY_BY_STATUS_FROM = `webhook_deliveries d INDEXED BY webhook_deliveries_by_status ${DELIVERY_JOIN}`;
+const DELIVERY_BY_STATUS_FROM = `webhook_deliveries d INDEXED BY webhook_deliveries_by_status ${DELIVERY_EVENT_JOIN}`;
 
 export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): WebhookRepository {
   const endpointById = (accountId: string, id: string) =>
@@ -90,24 +91,32 @@ export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): Webh
     ).all();
   // In SQL, row by row in C: the events' time in ms, and time-ordered ids (prefix, ms in 12 hex, 20 random hex) as on PostgreSQL.
   const EVENT_MS = "CAST(round(unixepoch(e.created_at, 'subsec') * 1000) AS INTEGER)";
-  const RANGE = 'e.account_id = ? AND e.seq > ? AND e.seq <= ? AND (? = -1 OR e.type IN (SELECT value FROM json_each(?)))';
+  // The account's events in (after, upto] of the wanted kinds: the log's rows from the one
+  // holding event after + 1, each expanded to its events (rows hold runs: EventRow).
+  const LOG = `WITH RECURSIVE log(account_id, seq, last, type, created_at) AS (
+      SELECT account_id, seq, seq + span - 1, type, created_at FROM events
+      WHERE account_id = @account AND seq >= COALESCE(${runOf('@account', '@after + 1')}, 0) AND seq <= @upto
+        AND (@mask = -1 OR type IN (SELECT value FROM json_each(@types)))
+      UNION ALL SELECT account_id, seq + 1, last, type, created_at FROM log WHERE seq < last
+    )`;
+  const RANGE = 'e.seq > @after AND e.seq <= @upto';
   const fanOut = db.transaction((now: number, max: number): number => {
     let passed = 0;
     for (const w of dueEndpoints()) {
       const upto = Math.min(w.last_event_seq, w.fanned_seq + max);
-      const range = [w.account_id, w.fanned_seq, upto, w.event_mask, JSON.stringify(typesOf(w.event_mask))];
+      const range = { account: w.account_id, after: w.fanned_seq, upto, mask: w.event_mask, types: JSON.stringify(typesOf(w.event_mask)), endpoint: w.id };
       // Jobs first, for events without a delivery yet: a delivery already there (written by a
       // version that fanned out at write time) keeps its own job.
-      stmt<unknown[], unknown>(
-        `INSERT INTO jobs (kind, account_id, ref, grp, run_at, created_at)
-         SELECT 'webhook.deliver', e.account_id, e.seq, ?, ${EVENT_MS}, ${EVENT_MS} FROM events e
-         WHERE ${RANGE} AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = ? AND d.event_seq = e.seq)`,
-      ).run(w.id, ...range, w.id);
-      stmt<unknown[], unknown>(
-        `INSERT INTO webhook_deliveries (account_id, endpoint_id, event_seq, id, status, next_attempt_at, created_at)
-         SELECT e.account_id, ?, e.seq, printf('whd_%012x', ?) || lower(hex(randomblob(10))), 'pending', ${EVENT_MS}, e.created_at FROM events e
+      stmt<[typeof range], unknown>(
+        `${LOG} INSERT INTO jobs (kind, account_id, ref, grp, run_at, created_at)
+         SELECT 'webhook.deliver', e.account_id, e.seq, @endpoint, ${EVENT_MS}, ${EVENT_MS} FROM log e
+         WHERE ${RANGE} AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = @endpoint AND d.event_seq = e.seq)`,
+      ).run(range);
+      stmt<[typeof range & { now: number }], unknown>(
+        `${LOG} INSERT INTO webhook_deliveries (account_id, endpoint_id, event_seq, id, status, next_attempt_at, created_at)
+         SELECT e.account_id, @endpoint, e.seq, printf('whd_%012x', @now) || lower(hex(randomblob(10))), 'pending', ${EVENT_MS}, e.created_at FROM log e
          WHERE ${RANGE} ON CONFLICT DO NOTHING`,
-      ).run(w.id, now, ...range);
+      ).run({ ...range, now });
       stmt<[number, string], unknown>('UPDATE webhook_endpoints SET fanned_seq = ? WHERE id = ?').run(upto, w.id);
       passed += upto - w.fanned_seq;
     }
@@ -122,19 +131,22 @@ export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): Webh
            AND grp NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ?)
        RETURNING id`,
     ).all(now + leaseMs, now, now, busy, max);
-    const claimed: ClaimedDelivery[] = [];
+    const rows: ClaimedRow[] = [];
+    const gone: number[] = [];
     for (const job of jobs) {
       const row = stmt<[number], ClaimedRow>(
         `SELECT ${CLAIMED_COLUMNS} FROM jobs j
            JOIN webhook_deliveries d ON d.endpoint_id = j.grp AND d.event_seq = j.ref
            JOIN webhook_endpoints w ON w.id = d.endpoint_id
-           JOIN events e ON e.account_id = d.account_id AND e.seq = d.event_seq
+           LEFT JOIN events e ON e.account_id = d.account_id AND e.seq = ${runOf('d.account_id', 'd.event_seq')}
          WHERE j.id = ? AND d.status = 'pending'`,
       ).get(job.id);
-      // Its delivery was finished or deleted meanwhile: nothing left to do.
-      if (row) claimed.push(toClaimed(row));
-      else stmt<[number], unknown>('DELETE FROM jobs WHERE id = ?').run(job.id);
+      if (row) rows.push(row);
+      else gone.push(job.id);
     }
+    // A delivery finished or deleted meanwhile, or an event pruned: nothing left to do.
+    const { claimed, orphans } = toClaimedDeliveries(rows);
+    for (const id of [...gone, ...orphans]) stmt<[number], unknown>('DELETE FROM jobs WHERE id = ?').run(id);
     return claimed;
   });
 
@@ -263,7 +275,9 @@ export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): Webh
       const row = stmt<[], { jobs: number; oldest_job: number | null; unfanned: number | null; oldest_unfanned: string | null }>(
         `SELECT count(*) AS jobs, min(created_at) AS oldest_job,
                 (SELECT sum(a.last_event_seq - w.fanned_seq) FROM ${BEHIND}) AS unfanned,
-                (SELECT min(e.created_at) FROM events e WHERE (e.account_id, e.seq) IN (SELECT w.account_id, w.fanned_seq + 1 FROM ${BEHIND})) AS oldest_unfanned
+                (SELECT min(e.created_at) FROM webhook_endpoints w JOIN accounts a ON a.id = w.account_id
+                   JOIN events e ON e.account_id = w.account_id AND e.seq = ${runOf('w.account_id', 'w.fanned_seq + 1')}
+                 WHERE w.disabled = 0 AND w.fanned_seq < a.last_event_seq) AS oldest_unfanned
          FROM jobs WHERE kind = 'webhook.deliver'`,
       ).get()!;
       return webhookStatsOf(row.jobs, row.oldest_job, row.unfanned, row.oldest_unfanned);
