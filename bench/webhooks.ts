@@ -21,6 +21,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import pg from 'pg';
 import { runLoad, type LoadResult } from './lib/load.js';
 import { type Child, freePort, runNode, startChild, stopAllChildren, stopChild, waitForHttp } from './lib/procs.js';
 import { type BenchDatabase, benchAdminUrl, createPostgresDatabase, serviceEnv } from './lib/service.js';
@@ -185,14 +186,32 @@ async function main(): Promise<void> {
       const prof = opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'bench', 'results', `webhooks-profile-writes-${mode}`)}`] : [];
       const child = startChild(`service-${mode}`, [...prof, BIN, 'serve'], {
         ...env, PORT: String(modePort), PETSTORE_EVENTS: mode === 'off' ? 'false' : 'true', PETSTORE_WEBHOOK_WORKER: 'false',
+        // node-postgres names its connections after PGAPPNAME: each mode's backends are found by it.
+        PGAPPNAME: `petstore-bench-${mode}`,
       }, { cwd: ROOT, forward: true });
       const url = `http://127.0.0.1:${modePort}`;
       await waitForHttp(child, `${url}/readyz`);
       servers[mode] = { child, url };
     }
     await post(writeKey, '/v1/webhook-endpoints', { url: receiver.url }, servers.on.url);
-    const slice = (mode: Mode, seconds: number) =>
-      runLoad({ url: servers[mode].url, connections: CONNECTIONS, duration: seconds, requests: [petRequest(writeKey)], serverPid: servers[mode].child.pid });
+    /** PostgreSQL: the backends serving a mode's server, whose CPU each slice measures. */
+    const backendPids = async (mode: Mode): Promise<number[] | undefined> => {
+      if (opts.store !== 'postgres') return undefined;
+      const admin = new pg.Client({ connectionString: benchAdminUrl() });
+      await admin.connect();
+      try {
+        return (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [`petstore-bench-${mode}`])).rows.map((r) => r.pid);
+      } finally {
+        await admin.end();
+      }
+    };
+    const slice = async (mode: Mode, seconds: number) => {
+      const databasePids = await backendPids(mode);
+      return runLoad({
+        url: servers[mode].url, connections: CONNECTIONS, duration: seconds, requests: [petRequest(writeKey)], serverPid: servers[mode].child.pid,
+        ...(databasePids ? { databasePids } : {}),
+      });
+    };
     // Warm-up: the first ~10 s of load ran at half the rate of the rest on this VM, in both modes.
     for (let i = 0; i < WARMUP / 2; i++) await slice(i % 2 === 0 ? 'off' : 'on', 2);
     const runs: Array<{ mode: Mode; load: LoadResult }> = [];
@@ -212,7 +231,9 @@ async function main(): Promise<void> {
       const p99 = Math.max(...loads.map((l) => l.latencyMs.p99));
       const cpu = loads.reduce((a, l) => a + l.serverCpuPct, 0) / loads.length;
       const others = loads.reduce((a, l) => a + l.otherCpuPct, 0) / loads.length;
-      return { reqPerSec: requests / seconds, p99, cpu, others, slices: loads.map((l) => Math.round(l.reqPerSec)) };
+      const pgUs = loads.reduce((a, l) => a + (l.databaseCpuUsPerRequest ?? NaN) * l.requests, 0) / requests;
+      const serverUs = loads.reduce((a, l) => a + l.serverCpuUsPerRequest * l.requests, 0) / requests;
+      return { reqPerSec: requests / seconds, p99, cpu, others, pgUs, serverUs, slices: loads.map((l) => Math.round(l.reqPerSec)) };
     };
     const totals = { off: total('off'), on: total('on') };
     for (const mode of ['off', 'on'] as const) log(`POST /v1/pets events ${mode}: slices ${totals[mode].slices.join(' ')} req/s`);
@@ -223,7 +244,7 @@ async function main(): Promise<void> {
       '| measure | value | target | verdict |',
       '|---|---:|---:|---|',
       ...(opts['writes-only'] ? [] : [`| drain: ${EVENTS} deliveries, one process, one endpoint | ${Math.round(drainRate)}/s (${drainSec.toFixed(2)} s) | ≥ ${DRAIN_TARGET}/s | ${verdict(drainRate >= DRAIN_TARGET)} |`]),
-      ...(['off', 'on'] as const).map((mode) => `| POST /v1/pets, events ${mode} (${CONNECTIONS} conns, ${runs.length / 2} slices of ${SECONDS} s) | ${Math.round(totals[mode].reqPerSec)} req/s, worst slice p99 ${totals[mode].p99.toFixed(1)} ms, server CPU ${Math.round(totals[mode].cpu)} %, others ${Math.round(totals[mode].others)} % | | |`),
+      ...(['off', 'on'] as const).map((mode) => `| POST /v1/pets, events ${mode} (${CONNECTIONS} conns, ${runs.length / 2} slices of ${SECONDS} s) | ${Math.round(totals[mode].reqPerSec)} req/s, worst slice p99 ${totals[mode].p99.toFixed(1)} ms, server CPU ${Math.round(totals[mode].cpu)} % (${totals[mode].serverUs.toFixed(1)} µs/req)${Number.isNaN(totals[mode].pgUs) ? '' : `, PostgreSQL backends ${totals[mode].pgUs.toFixed(1)} µs/req`}, others ${Math.round(totals[mode].others)} % | | |`),
       `| POST /v1/pets, events on (one endpoint) / off | ${(100 * ratio).toFixed(1)} % | ≥ ${100 * WRITE_TARGET_RATIO} % | ${verdict(ratio >= WRITE_TARGET_RATIO)} |`,
     ];
     process.stdout.write(`\n### Webhooks bench (${opts.store}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((n) => n.toFixed(1)).join(' ')})\n\n${rows.join('\n')}\n`);

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { petCreatedEvent, petRunData, runData } from '../src/store/rows.js';
 import { startApp } from './helpers/app.js';
 import { type Backend, backends } from './helpers/backends.js';
 import { eventually, startReceiver } from './helpers/receiver.js';
@@ -120,3 +121,22 @@ for (const backend of backends) {
     });
   });
 }
+
+describe('a pet run row (rows.ts)', () => {
+  test('when a pet run is decoded, then each event is byte for byte the data petCreatedEvent writes for the pet, with or without a status', () => {
+    const pets = [
+      { name: 'Rex "the" \\ dög\n', categoryId: 3, status: 'available' as const },
+      { name: 'Plain', categoryId: 5 },
+      { name: '💡', categoryId: 7, status: 'sold' as const },
+    ];
+    const data = '{"firstPetId":41' + petRunData(pets);
+    assert.deepEqual(
+      runData({ span: 3, data }),
+      pets.map((pet, k) => petCreatedEvent({ id: 41 + k, ...pet }).data),
+    );
+    // A single event's data and a JSON array of them read back as they were written.
+    const single = petCreatedEvent({ id: 1, name: 'One', categoryId: 1 }).data;
+    assert.deepEqual(runData({ span: 1, data: single }), [single]);
+    assert.deepEqual(runData({ span: 2, data: `[${single},${single}]` }), [single, single]);
+  });
+});

@@ -1,6 +1,6 @@
 // Row shapes and mappers shared by both backends: the tables have the same columns, so a
 // row reads the same way from SQLite and PostgreSQL.
-import type { Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
+import type { NewPet, Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
 import type { MessageStatus } from '../schemas/messages.js';
 import { EVENT_TYPES } from '../schemas/events.js';
 import { randomFillSync } from 'node:crypto';
@@ -103,8 +103,8 @@ export const toJob = (row: JobRow): Job => ({ id: row.id, kind: row.kind, accoun
  * commit (a group commit's pet.created events), or one event. A run is one row, not `span`:
  * each row costs the change's write a heap and a key insert, inside the batch that holds the
  * account's lock. The first event's id is `id`; the others' random digits are `more_ids`, 20
- * each; `data` is the event's data, or a JSON array of the run's. Rows made before runs are
- * single events.
+ * each; `data` is the event's data, a JSON array of the run's, or a pet run (runData). Rows
+ * made before runs are single events.
  */
 export interface EventRow {
   seq: number;
@@ -125,17 +125,32 @@ export const EVENT_COLUMNS = 'seq, span, id, more_ids, type, created_at, data';
 export const runOf = (account: string, seq: string) =>
   `(SELECT x.seq FROM events x WHERE x.account_id = ${account} AND x.seq <= ${seq} ORDER BY x.seq DESC LIMIT 1)`;
 
+const PET_RUN = '{"firstPetId":';
+/**
+ * The events' data of a row (EventRow), in sequence order: a single event's; a JSON array of
+ * them; or a pet run (petRunData), whose pet.created objects are rebuilt exactly as
+ * petCreatedEvent writes them (key order id, name, categoryId, status).
+ */
+export function runData(row: Pick<EventRow, 'span' | 'data'>): string[] {
+  if (row.data.startsWith(PET_RUN)) {
+    const { firstPetId, pets } = JSON.parse(row.data) as { firstPetId: number; pets: Array<Omit<Pet, 'id'>> };
+    return pets.map((pet, k) => JSON.stringify({ object: { id: firstPetId + k, ...pet } }));
+  }
+  if (row.span === 1) return [row.data];
+  return (JSON.parse(row.data) as unknown[]).map((data) => JSON.stringify(data));
+}
+
 /** The id of event `seq` of a row (see EventRow). */
 const idIn = (row: Pick<EventRow, 'seq' | 'id' | 'more_ids'>, seq: number): string =>
   seq === row.seq ? row.id : 'evt_' + seq.toString(16).padStart(12, '0') + row.more_ids!.slice((seq - row.seq - 1) * 20, (seq - row.seq) * 20);
 
 /** The events of a row, those after `afterSeq` only. */
 export function toEvents(row: EventRow, afterSeq = 0): StoredEvent[] {
-  if (row.span === 1) return row.seq > afterSeq ? [{ seq: row.seq, id: row.id, type: row.type, createdAt: row.created_at, data: row.data }] : [];
-  const data = JSON.parse(row.data) as unknown[];
+  if (row.seq + row.span - 1 <= afterSeq) return [];
+  const data = runData(row);
   const events: StoredEvent[] = [];
   for (let k = Math.max(0, afterSeq - row.seq + 1); k < row.span; k++) {
-    events.push({ seq: row.seq + k, id: idIn(row, row.seq + k), type: row.type, createdAt: row.created_at, data: JSON.stringify(data[k]) });
+    events.push({ seq: row.seq + k, id: idIn(row, row.seq + k), type: row.type, createdAt: row.created_at, data: data[k]! });
   }
   return events;
 }
@@ -143,8 +158,7 @@ export function toEvents(row: EventRow, afterSeq = 0): StoredEvent[] {
 /** Event `seq` of a row; undefined when the row does not hold it. */
 export function eventIn(row: EventRow, seq: number): StoredEvent | undefined {
   if (seq < row.seq || seq >= row.seq + row.span) return undefined;
-  if (row.span === 1) return { seq, id: row.id, type: row.type, createdAt: row.created_at, data: row.data };
-  return { seq, id: idIn(row, seq), type: row.type, createdAt: row.created_at, data: JSON.stringify((JSON.parse(row.data) as unknown[])[seq - row.seq]) };
+  return { seq, id: idIn(row, seq), type: row.type, createdAt: row.created_at, data: runData(row)[seq - row.seq]! };
 }
 
 /** Rows of the log in order to a page of events: those after `afterSeq`, at most `limit`. */
@@ -251,20 +265,17 @@ export const CLAIMED_COLUMNS =
 export function toClaimedDeliveries(rows: readonly ClaimedRow[]): { claimed: ClaimedDelivery[]; orphans: number[] } {
   const claimed: ClaimedDelivery[] = [];
   const orphans: number[] = [];
-  const runs = new Map<string, unknown[]>();
+  const runs = new Map<string, string[]>();
   for (const row of rows) {
     if (row.endpoint_id === null || row.run_seq === null || row.event_seq >= row.run_seq + row.run_span! || row.event_seq < row.run_seq) {
       orphans.push(row.job_id);
       continue;
     }
-    let data = row.event_data;
-    if (row.run_span! > 1) {
-      const key = `${row.account_id}\n${row.run_seq}`;
-      let parsed = runs.get(key);
-      if (!parsed) runs.set(key, (parsed = JSON.parse(row.event_data) as unknown[]));
-      data = JSON.stringify(parsed[row.event_seq - row.run_seq]);
-    }
-    claimed.push(toClaimed(row, { seq: row.event_seq, id: idIn({ seq: row.run_seq, id: row.run_id!, more_ids: row.run_more_ids }, row.event_seq), type: row.event_type, createdAt: row.event_created_at, data }));
+    const key = `${row.account_id}\n${row.run_seq}`;
+    let data = runs.get(key);
+    if (!data) runs.set(key, (data = runData({ span: row.run_span!, data: row.event_data })));
+    const event = { seq: row.event_seq, id: idIn({ seq: row.run_seq, id: row.run_id!, more_ids: row.run_more_ids }, row.event_seq), type: row.event_type, createdAt: row.event_created_at, data: data[row.event_seq - row.run_seq]! };
+    claimed.push(toClaimed(row, event));
   }
   return { claimed, orphans };
 }
@@ -296,6 +307,21 @@ export const randomHex20 = () => {
   poolAt += 10;
   return pool.toString('hex', poolAt - 10, poolAt);
 };
+/** `count` × 20 random hex digits (randomHex20's, in one string). */
+export const randomHex20s = (count: number): string => {
+  let hex = '';
+  while (count > 0) {
+    if (poolAt === pool.length) {
+      randomFillSync(pool);
+      poolAt = 0;
+    }
+    const take = Math.min(count, (pool.length - poolAt) / 10);
+    hex += pool.toString('hex', poolAt, poolAt + take * 10);
+    poolAt += take * 10;
+    count -= take;
+  }
+  return hex;
+};
 
 /**
  * An event's id: `evt_`, its sequence in 12 hex digits, then 20 random ones. The log is keyed
@@ -320,6 +346,19 @@ export interface NewEvent {
 export const eventBit = (type: StoredEvent['type']) => 1 << EVENT_TYPES.indexOf(type);
 
 export const petCreatedEvent = (pet: Pet): NewEvent => ({ type: 'pet.created', data: JSON.stringify({ object: pet }) });
+/**
+ * The data of a row holding new pets' pet.created events, after `{"firstPetId":N` (which the
+ * group commit's statement writes: it alone knows the ids): the pets in id order, without ids.
+ */
+export function petRunData(pets: readonly NewPet[]): string {
+  // By hand, as JSON.stringify would write { name, categoryId, status } (no object per pet).
+  let json = ',"pets":[';
+  for (let k = 0; k < pets.length; k++) {
+    const { name, categoryId, status } = pets[k]!;
+    json += `${k === 0 ? '' : ','}{"name":${JSON.stringify(name)},"categoryId":${categoryId}${status === undefined ? '' : `,"status":"${status}"`}}`;
+  }
+  return json + ']}';
+}
 export const petStatusChangedEvent = (pet: Pet, previousStatus: PetStatus): NewEvent => ({
   type: 'pet.status_changed',
   data: JSON.stringify({ object: pet, previousStatus }),

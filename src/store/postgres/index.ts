@@ -14,7 +14,7 @@ import { createPostgresWebhooks } from './webhooks.js';
 import { watchKeyChanges } from './key-changes.js';
 import { createPipeline } from './pipeline.js';
 import type { ApiKeyWatch } from '../types.js';
-import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, petCreatedEvent, type PetRow, randomHex20, toKey, toPet } from '../rows.js';
+import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, petCreatedEvent, petRunData, type PetRow, randomHex20, randomHex20s, toKey, toPet } from '../rows.js';
 
 /** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
 export const MIGRATION_LOCK_KEY = 0x50455453;
@@ -200,39 +200,34 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
   // that caller gets the error.
   // With events on, the same statement writes the pets' pet.created events (numbered from the
   // account's event counter, taken in the same row update), one row per account's run: the
-  // outbox costs no extra round trip. The event's JSON is built in SQL exactly as JSON.stringify builds it elsewhere
-  // (to_json escapes a name as JSON.stringify does for the characters names may hold).
+  // outbox costs no extra round trip. The service builds the rows but the numbers (petRunData):
+  // building each event's JSON in SQL cost PostgreSQL ~3.4 µs per pet, inside the batch that
+  // holds the account's lock.
   const batchSql = events
     ? `
     WITH input AS (
-      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[])
-        WITH ORDINALITY AS t(account_id, name, category_id, status, created_at, event_random, ord)
+      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[])
+        WITH ORDINALITY AS t(account_id, name, category_id, status, created_at, ord)
     ),
     counts AS (SELECT account_id, count(*) AS n FROM input GROUP BY account_id),
     next AS (
       UPDATE accounts a SET last_pet_id = a.last_pet_id + c.n, last_event_seq = a.last_event_seq + c.n FROM counts c WHERE a.id = c.account_id
-      RETURNING a.id AS account_id, a.last_pet_id - c.n AS base, a.last_event_seq - c.n AS event_base
-    ),
-    numbered AS (
-      SELECT i.*, n.base + row_number() OVER (PARTITION BY i.account_id ORDER BY i.ord) AS id,
-             n.event_base + row_number() OVER (PARTITION BY i.account_id ORDER BY i.ord) AS event_seq
-      FROM input i JOIN next n ON n.account_id = i.account_id
+      RETURNING a.id AS account_id, a.last_pet_id - c.n AS base, a.last_event_seq - c.n AS event_base, c.n
     ),
     inserted AS (
       INSERT INTO pets (account_id, id, name, category_id, status, created_at)
-      SELECT account_id, id, name, category_id, status, created_at FROM numbered
+      SELECT i.account_id, n.base + row_number() OVER (PARTITION BY i.account_id ORDER BY i.ord), i.name, i.category_id, i.status, i.created_at
+      FROM input i JOIN next n ON n.account_id = i.account_id
       RETURNING 1
     ),
     ev AS (
-      -- One row per account for its run of events (rows.ts, EventRow); the batch is at most 256.
+      -- Each account's events are one row (rows.ts, EventRow, petRunData), built by the service
+      -- but for the numbers only this statement knows.
       INSERT INTO events (account_id, seq, span, id, more_ids, type, created_at, data)
-      SELECT account_id, min(event_seq), count(*), ${eventIdSql('min(event_seq)', "left(string_agg(event_random, '' ORDER BY ord), 20)")},
-        NULLIF(substr(string_agg(event_random, '' ORDER BY ord), 21), ''), 'pet.created', min(created_at),
-        CASE WHEN count(*) > 1 THEN '[' ELSE '' END ||
-        string_agg('{"object":{"id":' || id || ',"name":' || to_json(name)::text || ',"categoryId":' || category_id ||
-          COALESCE(',"status":"' || status || '"', '') || '}}', ',' ORDER BY ord) ||
-        CASE WHEN count(*) > 1 THEN ']' ELSE '' END
-      FROM numbered GROUP BY account_id
+      SELECT n.account_id, n.event_base + 1, n.n, ${eventIdSql('n.event_base + 1', 'r.first_random')}, NULLIF(r.more_ids, ''), 'pet.created', r.created_at,
+        '{"firstPetId":' || (n.base + 1) || r.data
+      FROM next n JOIN unnest($6::text[], $7::text[], $8::text[], $9::timestamptz[], $10::text[]) AS r(account_id, first_random, more_ids, created_at, data)
+        ON r.account_id = n.account_id
     )
     SELECT account_id, base, (SELECT count(*) FROM inserted) AS inserted FROM next`
     : `
@@ -276,6 +271,28 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
       item.reject(error);
     }
   };
+  /** The batch's pet.created rows, one per account (its pets in call order): ev's parameters. */
+  const petRunParams = (batch: readonly PendingPet[]) => {
+    const runs = new Map<string, PendingPet[]>();
+    for (const item of batch) {
+      const run = runs.get(item.accountId);
+      if (run) run.push(item);
+      else runs.set(item.accountId, [item]);
+    }
+    const accounts: string[] = [];
+    const firstRandoms: string[] = [];
+    const moreIds: string[] = [];
+    const createdAts: string[] = [];
+    const data: string[] = [];
+    for (const [accountId, run] of runs) {
+      accounts.push(accountId);
+      firstRandoms.push(randomHex20());
+      moreIds.push(randomHex20s(run.length - 1));
+      createdAts.push(run[0]!.createdAt);
+      data.push(petRunData(run.map((item) => item.pet)));
+    }
+    return [accounts, firstRandoms, moreIds, createdAts, data];
+  };
   const commitBatch = async (batch: PendingPet[]): Promise<void> => {
     let rows: Array<{ account_id: string; base: number }>;
     try {
@@ -285,7 +302,7 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
         batch.map((b) => b.pet.categoryId),
         batch.map((b) => b.pet.status ?? null),
         batch.map((b) => b.createdAt),
-        ...(events ? [batch.map(randomHex20)] : []),
+        ...(events ? petRunParams(batch) : []),
       ]);
     } catch (error) {
       // The database is away: every caller hears so. A pet's own fault (a constraint, a

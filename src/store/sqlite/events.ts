@@ -2,7 +2,7 @@
 // transactional outbox): writeEvents runs inside the caller's transaction and numbers the
 // events from the account's counter; a rolled-back change takes its events with it. Webhook
 // deliveries are made from the log afterwards, by the worker's fan-out (webhooks.ts).
-import { EVENT_COLUMNS, eventId, eventIdSeq, eventIn, eventPage, type EventRow, LEGACY_EVENT_ID, MAX_RUN, type NewEvent, randomHex20, runOf, typesOf } from '../rows.js';
+import { EVENT_COLUMNS, eventId, eventIdSeq, eventIn, eventPage, type EventRow, LEGACY_EVENT_ID, MAX_RUN, type NewEvent, randomHex20s, runOf, typesOf } from '../rows.js';
 import type { EventRepository, ListEventsStoreQuery } from '../types.js';
 import type { SqliteContext } from './orders.js';
 
@@ -44,13 +44,9 @@ export function createSqliteEventWriter({ stmt, nextIds }: Pick<SqliteContext, '
         if (j - i === 1) {
           values.push(accountId, seq, 1, eventId(seq), null, event.type, createdAt, event.data);
         } else {
-          let moreIds = '';
           let data = '[' + event.data;
-          for (let k = i + 1; k < j; k++) {
-            moreIds += randomHex20();
-            data += ',' + writes[k]!.event.data;
-          }
-          values.push(accountId, seq, j - i, eventId(seq), moreIds, event.type, createdAt, data + ']');
+          for (let k = i + 1; k < j; k++) data += ',' + writes[k]!.event.data;
+          values.push(accountId, seq, j - i, eventId(seq), randomHex20s(j - i - 1), event.type, createdAt, data + ']');
         }
         rows++;
         seq += j - i;
