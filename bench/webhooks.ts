@@ -1,5 +1,5 @@
 // Webhook bench (standalone; bench/run.ts is the HTTP bench):
-//   node --import tsx bench/webhooks.ts [--store sqlite|postgres] [--events 10000] [--seconds 2] [--blocks 6]
+//   node --import tsx bench/webhooks.ts [--store sqlite|postgres] [--events 10000] [--seconds 2] [--blocks 10]
 //     [--writes-only] [--cpu-prof]
 // (i) Drain rate: a backlog of --events pet.created events for one endpoint is written with the
 //     server's worker off, then ONE server process starts with its worker on and delivers them to
@@ -39,7 +39,7 @@ const { values: opts } = parseArgs({
     store: { type: 'string', default: 'sqlite' },
     events: { type: 'string', default: '10000' },
     seconds: { type: 'string', default: '2' },
-    blocks: { type: 'string', default: '6' },
+    blocks: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '12' },
     'cpu-prof': { type: 'boolean', default: false },
     'writes-only': { type: 'boolean', default: false },
