@@ -109,9 +109,10 @@ async function main(): Promise<void> {
       const account = JSON.parse(await runNode([BIN, 'accounts', 'create', '--name', name, '--json'], env)) as { id: string };
       return (JSON.parse(await runNode([BIN, 'keys', 'create', '--account', account.id, '--json'], env)) as { key: string }).key;
     };
-    const serve = async (extra: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<Child> => {
-      const child = startChild('service', [...nodeArgs, BIN, 'serve'], { ...env, ...extra }, { cwd: ROOT, forward: true });
-      await waitForHttp(child, `${baseUrl}/readyz`);
+    /** A service on `at` (the main port unless told): its process once it answers /readyz. */
+    const serve = async (extra: NodeJS.ProcessEnv, nodeArgs: string[] = [], at = port, name = 'service'): Promise<Child> => {
+      const child = startChild(name, [...nodeArgs, BIN, 'serve'], { ...env, PORT: String(at), ...extra }, { cwd: ROOT, forward: true });
+      await waitForHttp(child, `http://127.0.0.1:${at}/readyz`);
       return child;
     };
     const post = async (key: string, p: string, body: unknown, base = baseUrl) => {
@@ -131,46 +132,45 @@ async function main(): Promise<void> {
       }
     };
 
-    // (i) The backlog, written with the worker off.
-    let server: Child;
-    let drainRate = NaN;
-    let drainSec = NaN;
-    if (!opts['writes-only']) {
-    const drainKey = await newKey('bench-drain');
-    server = await serve({ PETSTORE_WEBHOOK_WORKER: 'false' });
-    await post(drainKey, '/v1/webhook-endpoints', { url: receiver.url });
-    let t0 = performance.now();
-    const seeded = await runLoad({ url: baseUrl, connections: CONNECTIONS, duration: 0, amount: EVENTS, requests: [petRequest(drainKey)], serverPid: server.pid });
-    checkLoad('seeding', seeded);
-    log(`${EVENTS} events queued in ${((performance.now() - t0) / 1000).toFixed(1)} s (worker off)`);
-    await stopChild(server);
+    // (i) The backlog, written with the worker off, then drained by one process.
+    const measureDrain = async (): Promise<{ rate: number; seconds: number }> => {
+      const drainKey = await newKey('bench-drain');
+      let server = await serve({ PETSTORE_WEBHOOK_WORKER: 'false' });
+      await post(drainKey, '/v1/webhook-endpoints', { url: receiver.url });
+      let t0 = performance.now();
+      const seeded = await runLoad({ url: baseUrl, connections: CONNECTIONS, duration: 0, amount: EVENTS, requests: [petRequest(drainKey)], serverPid: server.pid });
+      checkLoad('seeding', seeded);
+      log(`${EVENTS} events queued in ${((performance.now() - t0) / 1000).toFixed(1)} s (worker off)`);
+      await stopChild(server);
 
-    // One process with its worker on: time from the first delivery received to the last distinct one.
-    receiver.reset();
-    t0 = performance.now();
-    server = await serve({}, opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
-    const drainDeadline = Date.now() + 120_000;
-    while (receiver.stats().distinct < EVENTS) {
-      if (Date.now() > drainDeadline) throw new Error(`drain: only ${receiver.stats().distinct} of ${EVENTS} received after 120 s`);
-      await sleep(20);
-    }
-    const drain = receiver.stats();
-    drainSec = (drain.last - drain.first) / 1000;
-    drainRate = (EVENTS - 1) / drainSec;
-    // Recorded too: the pending gauge (the whole store) reaches 0 once every outcome is written.
-    let pending = NaN;
-    for (let i = 0; i < 100; i++) {
-      const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
-      pending = Number(/^petstore_webhook_deliveries_pending (\d+)/m.exec(metrics)?.[1] ?? NaN);
-      if (pending === 0) break;
-      await sleep(100);
-    }
-    const recordedSec = (performance.now() - t0) / 1000;
-    log(`drained ${EVENTS} in ${drainSec.toFixed(2)} s (${Math.round(drainRate)}/s), ${drain.received - drain.distinct} repeats; pending after ${recordedSec.toFixed(1)} s from spawn: ${pending}`);
-    await stopChild(server);
-    if (opts['cpu-prof']) log(`CPU profile of the draining server in ${profileDir} (summarize: node --import tsx bench/cpuprofile-summary.ts ${profileDir}); the temp dir is removed at exit, so it is copied to ${path.join(ROOT, 'bench', 'results', 'webhooks-profile')}`);
-    if (opts['cpu-prof']) fs.cpSync(profileDir, path.join(ROOT, 'bench', 'results', 'webhooks-profile'), { recursive: true });
-    }
+      // One process with its worker on: time from the first delivery received to the last distinct one.
+      receiver.reset();
+      t0 = performance.now();
+      server = await serve({}, opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
+      const drainDeadline = Date.now() + 120_000;
+      while (receiver.stats().distinct < EVENTS) {
+        if (Date.now() > drainDeadline) throw new Error(`drain: only ${receiver.stats().distinct} of ${EVENTS} received after 120 s`);
+        await sleep(20);
+      }
+      const drain = receiver.stats();
+      const drainSec = (drain.last - drain.first) / 1000;
+      const drainRate = (EVENTS - 1) / drainSec;
+      // Recorded too: the pending gauge (the whole store) reaches 0 once every outcome is written.
+      let pending = NaN;
+      for (let i = 0; i < 100; i++) {
+        const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+        pending = Number(/^petstore_webhook_deliveries_pending (\d+)/m.exec(metrics)?.[1] ?? NaN);
+        if (pending === 0) break;
+        await sleep(100);
+      }
+      const recordedSec = (performance.now() - t0) / 1000;
+      log(`drained ${EVENTS} in ${drainSec.toFixed(2)} s (${Math.round(drainRate)}/s), ${drain.received - drain.distinct} repeats; pending after ${recordedSec.toFixed(1)} s from spawn: ${pending}`);
+      await stopChild(server);
+      if (opts['cpu-prof']) log(`CPU profile of the draining server in ${profileDir} (summarize: node --import tsx bench/cpuprofile-summary.ts ${profileDir}); the temp dir is removed at exit, so it is copied to ${path.join(ROOT, 'bench', 'results', 'webhooks-profile')}`);
+      if (opts['cpu-prof']) fs.cpSync(profileDir, path.join(ROOT, 'bench', 'results', 'webhooks-profile'), { recursive: true });
+      return { rate: drainRate, seconds: drainSec };
+    };
+    const drain = opts['writes-only'] ? undefined : await measureDrain();
 
     // (ii) POST /v1/pets, events off and on (one endpoint registered: a create writes the same
     // with or without endpoints since the fan-out moved to the worker). Both servers run side
@@ -184,14 +184,12 @@ async function main(): Promise<void> {
     for (const mode of ['off', 'on'] as const) {
       const modePort = await freePort();
       const prof = opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'bench', 'results', `webhooks-profile-writes-${mode}`)}`] : [];
-      const child = startChild(`service-${mode}`, [...prof, BIN, 'serve'], {
-        ...env, PORT: String(modePort), PETSTORE_EVENTS: mode === 'off' ? 'false' : 'true', PETSTORE_WEBHOOK_WORKER: 'false',
+      const child = await serve(
         // node-postgres names its connections after PGAPPNAME: each mode's backends are found by it.
-        PGAPPNAME: `petstore-bench-${mode}`,
-      }, { cwd: ROOT, forward: true });
-      const url = `http://127.0.0.1:${modePort}`;
-      await waitForHttp(child, `${url}/readyz`);
-      servers[mode] = { child, url };
+        { PETSTORE_EVENTS: mode === 'off' ? 'false' : 'true', PETSTORE_WEBHOOK_WORKER: 'false', PGAPPNAME: `petstore-bench-${mode}` },
+        prof, modePort, `service-${mode}`,
+      );
+      servers[mode] = { child, url: `http://127.0.0.1:${modePort}` };
     }
     await post(writeKey, '/v1/webhook-endpoints', { url: receiver.url }, servers.on.url);
     /** PostgreSQL: the backends serving a mode's server, whose CPU each slice measures. */
@@ -243,7 +241,7 @@ async function main(): Promise<void> {
     const rows = [
       '| measure | value | target | verdict |',
       '|---|---:|---:|---|',
-      ...(opts['writes-only'] ? [] : [`| drain: ${EVENTS} deliveries, one process, one endpoint | ${Math.round(drainRate)}/s (${drainSec.toFixed(2)} s) | ≥ ${DRAIN_TARGET}/s | ${verdict(drainRate >= DRAIN_TARGET)} |`]),
+      ...(drain ? [`| drain: ${EVENTS} deliveries, one process, one endpoint | ${Math.round(drain.rate)}/s (${drain.seconds.toFixed(2)} s) | ≥ ${DRAIN_TARGET}/s | ${verdict(drain.rate >= DRAIN_TARGET)} |`] : []),
       ...(['off', 'on'] as const).map((mode) => `| POST /v1/pets, events ${mode} (${CONNECTIONS} conns, ${runs.length / 2} slices of ${SECONDS} s) | ${Math.round(totals[mode].reqPerSec)} req/s, worst slice p99 ${totals[mode].p99.toFixed(1)} ms, server CPU ${Math.round(totals[mode].cpu)} % (${totals[mode].serverUs.toFixed(1)} µs/req)${Number.isNaN(totals[mode].pgUs) ? '' : `, PostgreSQL backends ${totals[mode].pgUs.toFixed(1)} µs/req`}, others ${Math.round(totals[mode].others)} % | | |`),
       `| POST /v1/pets, events on (one endpoint) / off | ${(100 * ratio).toFixed(1)} % | ≥ ${100 * WRITE_TARGET_RATIO} % | ${verdict(ratio >= WRITE_TARGET_RATIO)} |`,
     ];

@@ -144,21 +144,25 @@ export function runData(row: Pick<EventRow, 'span' | 'data'>): string[] {
 const idIn = (row: Pick<EventRow, 'seq' | 'id' | 'more_ids'>, seq: number): string =>
   seq === row.seq ? row.id : 'evt_' + seq.toString(16).padStart(12, '0') + row.more_ids!.slice((seq - row.seq - 1) * 20, (seq - row.seq) * 20);
 
+/** Whether a row holds event `seq`. */
+const holds = (row: Pick<EventRow, 'seq' | 'span'>, seq: number) => seq >= row.seq && seq < row.seq + row.span;
+/** Event `seq` of a row that holds it, given the row's decoded data (runData). */
+const eventAt = (row: EventRow, seq: number, data: readonly string[]): StoredEvent => ({
+  seq, id: idIn(row, seq), type: row.type, createdAt: row.created_at, data: data[seq - row.seq]!,
+});
+
 /** The events of a row, those after `afterSeq` only. */
 export function toEvents(row: EventRow, afterSeq = 0): StoredEvent[] {
   if (row.seq + row.span - 1 <= afterSeq) return [];
   const data = runData(row);
   const events: StoredEvent[] = [];
-  for (let k = Math.max(0, afterSeq - row.seq + 1); k < row.span; k++) {
-    events.push({ seq: row.seq + k, id: idIn(row, row.seq + k), type: row.type, createdAt: row.created_at, data: data[k]! });
-  }
+  for (let seq = Math.max(row.seq, afterSeq + 1); seq < row.seq + row.span; seq++) events.push(eventAt(row, seq, data));
   return events;
 }
 
 /** Event `seq` of a row; undefined when the row does not hold it. */
 export function eventIn(row: EventRow, seq: number): StoredEvent | undefined {
-  if (seq < row.seq || seq >= row.seq + row.span) return undefined;
-  return { seq, id: idIn(row, seq), type: row.type, createdAt: row.created_at, data: runData(row)[seq - row.seq]! };
+  return holds(row, seq) ? eventAt(row, seq, runData(row)) : undefined;
 }
 
 /** Rows of the log in order to a page of events: those after `afterSeq`, at most `limit`. */
@@ -211,7 +215,7 @@ export interface DeliveryRow {
   next_attempt_at: number | null;
 }
 
-/** Columns of webhook_deliveries d joined with the log's row e holding its event (deliveryJoin). */
+/** Columns of webhook_deliveries d joined with the log's row e holding its event (DELIVERY_EVENT_JOIN). */
 export const DELIVERY_COLUMNS =
   'd.id, d.event_seq, e.seq AS run_seq, e.id AS run_id, e.more_ids AS run_more_ids, e.type AS event_type, d.status, d.attempts, d.last_attempt_at, d.last_response_status, d.last_error, d.next_attempt_at';
 
@@ -267,15 +271,18 @@ export function toClaimedDeliveries(rows: readonly ClaimedRow[]): { claimed: Cla
   const orphans: number[] = [];
   const runs = new Map<string, string[]>();
   for (const row of rows) {
-    if (row.endpoint_id === null || row.run_seq === null || row.event_seq >= row.run_seq + row.run_span! || row.event_seq < row.run_seq) {
+    const run: EventRow | undefined =
+      row.run_seq === null
+        ? undefined
+        : { seq: row.run_seq, span: row.run_span!, id: row.run_id!, more_ids: row.run_more_ids, type: row.event_type, created_at: row.event_created_at, data: row.event_data };
+    if (row.endpoint_id === null || !run || !holds(run, row.event_seq)) {
       orphans.push(row.job_id);
       continue;
     }
-    const key = `${row.account_id}\n${row.run_seq}`;
+    const key = `${row.account_id}\n${run.seq}`;
     let data = runs.get(key);
-    if (!data) runs.set(key, (data = runData({ span: row.run_span!, data: row.event_data })));
-    const event = { seq: row.event_seq, id: idIn({ seq: row.run_seq, id: row.run_id!, more_ids: row.run_more_ids }, row.event_seq), type: row.event_type, createdAt: row.event_created_at, data: data[row.event_seq - row.run_seq]! };
-    claimed.push(toClaimed(row, event));
+    if (!data) runs.set(key, (data = runData(run)));
+    claimed.push(toClaimed(row, eventAt(run, row.event_seq, data)));
   }
   return { claimed, orphans };
 }
@@ -299,15 +306,7 @@ const toClaimed = (row: ClaimedRow, event: StoredEvent): ClaimedDelivery => ({
 // id cost ~0.6 µs of each change's write; this, ~0.1 µs).
 const pool = Buffer.alloc(4000);
 let poolAt = pool.length;
-export const randomHex20 = () => {
-  if (poolAt === pool.length) {
-    randomFillSync(pool);
-    poolAt = 0;
-  }
-  poolAt += 10;
-  return pool.toString('hex', poolAt - 10, poolAt);
-};
-/** `count` × 20 random hex digits (randomHex20's, in one string). */
+/** `count` × 20 random hex digits, in one string (a run's ids: one read of the pool). */
 export const randomHex20s = (count: number): string => {
   let hex = '';
   while (count > 0) {
@@ -322,6 +321,7 @@ export const randomHex20s = (count: number): string => {
   }
   return hex;
 };
+export const randomHex20 = () => randomHex20s(1);
 
 /**
  * An event's id: `evt_`, its sequence in 12 hex digits, then 20 random ones. The log is keyed

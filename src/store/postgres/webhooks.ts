@@ -26,8 +26,9 @@ import type { PostgresContext } from './orders.js';
 const RANDOM_HEX_SQL = "left(overlay(overlay(replace(gen_random_uuid()::text, '-', '') placing '' from 17 for 1) placing '' from 13 for 1), 20)";
 /** SQL for a new id: `prefix`, the time in ms in 12 hex digits (a time-ordered key appends to its unique index instead of dirtying a random page), 20 random ones. */
 const randomIdSql = (prefix: string) => `'${prefix}' || lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || ${RANDOM_HEX_SQL}`;
-/** Enabled endpoints whose cursor is behind their account's last event: what the fan-out has to do. */
-const BEHIND = 'webhook_endpoints w JOIN accounts a ON a.id = w.account_id WHERE NOT w.disabled AND w.fanned_seq < a.last_event_seq';
+/** Enabled endpoints whose cursor is behind their account's last event (what the fan-out has to do), with `join` if given. */
+const behind = (join = '') => `webhook_endpoints w JOIN accounts a ON a.id = w.account_id ${join} WHERE NOT w.disabled AND w.fanned_seq < a.last_event_seq`;
+const BEHIND = behind();
 const DELIVERY_FROM = `webhook_deliveries d ${DELIVERY_EVENT_JOIN}`;
 
 export function createPostgresWebhooks({ query, transaction }: PostgresContext): WebhookRepository {
@@ -256,9 +257,7 @@ export function createPostgresWebhooks({ query, transaction }: PostgresContext):
       const [row] = await query<{ jobs: number; oldest_job: number | null; unfanned: number | null; oldest_unfanned: string | null }>(
         `SELECT count(*)::int AS jobs, min(created_at) AS oldest_job,
                 (SELECT sum(a.last_event_seq - w.fanned_seq)::bigint FROM ${BEHIND}) AS unfanned,
-                (SELECT min(e.created_at) FROM webhook_endpoints w JOIN accounts a ON a.id = w.account_id
-                   JOIN events e ON e.account_id = w.account_id AND e.seq = ${runOf('w.account_id', 'w.fanned_seq + 1')}
-                 WHERE NOT w.disabled AND w.fanned_seq < a.last_event_seq) AS oldest_unfanned
+                (SELECT min(e.created_at) FROM ${behind(`JOIN events e ON e.account_id = w.account_id AND e.seq = ${runOf('w.account_id', 'w.fanned_seq + 1')}`)}) AS oldest_unfanned
          FROM jobs WHERE kind = 'webhook.deliver'`,
       );
       return webhookStatsOf(row!.jobs, row!.oldest_job, row!.unfanned, row!.oldest_unfanned);

@@ -107,7 +107,9 @@ export function createSqliteEvents({ db, stmt }: SqliteContext): EventRepository
         const row = stmt<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = ? AND account_id = ? AND ${LEGACY_EVENT_ID}`).get(id, accountId);
         return row && eventIn(row, row.seq);
       }
-      const row = stmt<[string, string, number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = ? AND seq = ${runOf('?', '?')}`).get(accountId, accountId, seq);
+      const row = stmt<[{ account: string; seq: number }], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = @account AND seq = ${runOf('@account', '@seq')}`).get({
+        account: accountId, seq,
+      });
       const event = row && eventIn(row, seq);
       return event?.id === id ? event : undefined;
     },

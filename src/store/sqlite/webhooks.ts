@@ -21,8 +21,9 @@ import {
 import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../types.js';
 import type { SqliteContext } from './orders.js';
 
-/** Enabled endpoints whose cursor is behind their account's last event: what the fan-out has to do. */
-const BEHIND = 'webhook_endpoints w JOIN accounts a ON a.id = w.account_id WHERE w.disabled = 0 AND w.fanned_seq < a.last_event_seq';
+/** Enabled endpoints whose cursor is behind their account's last event (what the fan-out has to do), with `join` if given. */
+const behind = (join = '') => `webhook_endpoints w JOIN accounts a ON a.id = w.account_id ${join} WHERE w.disabled = 0 AND w.fanned_seq < a.last_event_seq`;
+const BEHIND = behind();
 const DELIVERY_FROM = `webhook_deliveries d ${DELIVERY_EVENT_JOIN}`;
 /** INDEXED BY must follow its table (and alias), before the JOIN: anywhere else it is a syntax error. */
 const DELIVERY_BY_STATUS_FROM = `webhook_deliveries d INDEXED BY webhook_deliveries_by_status ${DELIVERY_EVENT_JOIN}`;
@@ -275,9 +276,7 @@ export function createSqliteWebhooks({ db, stmt, nextIds }: SqliteContext): Webh
       const row = stmt<[], { jobs: number; oldest_job: number | null; unfanned: number | null; oldest_unfanned: string | null }>(
         `SELECT count(*) AS jobs, min(created_at) AS oldest_job,
                 (SELECT sum(a.last_event_seq - w.fanned_seq) FROM ${BEHIND}) AS unfanned,
-                (SELECT min(e.created_at) FROM webhook_endpoints w JOIN accounts a ON a.id = w.account_id
-                   JOIN events e ON e.account_id = w.account_id AND e.seq = ${runOf('w.account_id', 'w.fanned_seq + 1')}
-                 WHERE w.disabled = 0 AND w.fanned_seq < a.last_event_seq) AS oldest_unfanned
+                (SELECT min(e.created_at) FROM ${behind(`JOIN events e ON e.account_id = w.account_id AND e.seq = ${runOf('w.account_id', 'w.fanned_seq + 1')}`)}) AS oldest_unfanned
          FROM jobs WHERE kind = 'webhook.deliver'`,
       ).get()!;
       return webhookStatsOf(row.jobs, row.oldest_job, row.unfanned, row.oldest_unfanned);
