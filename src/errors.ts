@@ -164,7 +164,4 @@ export class InternalError extends ApiError {
   constructor() { super('internal_error', 'An unexpected error occurred. It has been logged; retry or contact support with the X-Request-Id.'); }
 }
 
-/** Thrown by stores when the database cannot be reached; mapped to 503. */
-export class StoreUnavailableError extends Error {
-  override name = 'StoreUnavailableError';
-}
+export { StoreUnavailableError } from './store/errors.js';

@@ -256,3 +256,8 @@ export const eventSchemas = [
   WebhookDelivery,
   WebhookDeliveries,
 ];
+
+/** Bit of an event kind in event masks (webhook endpoints' kinds, type filters). */
+export const eventBit = (type: EventType) => 1 << EVENT_TYPES.indexOf(type);
+/** The kinds a mask selects. */
+export const typesOf = (mask: number): EventType[] => EVENT_TYPES.filter((type) => (mask & eventBit(type)) !== 0);

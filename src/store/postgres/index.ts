@@ -2,8 +2,8 @@
 // autocommit statement except getOrCreateSetting (two) and migrate (one dedicated session).
 // Connection failures surface as StoreUnavailableError so the HTTP layer answers 503,
 // and the pool replaces dead connections by itself once the database is back.
-import pg, { type CustomTypesConfig, type PoolClient, type QueryResultRow } from 'pg';
-import { StoreUnavailableError } from '../../errors.js';
+import type { PoolClient, QueryResultRow } from 'pg';
+import { StoreUnavailableError } from '../errors.js';
 import type { NewPet, Pet } from '../../schemas/index.js';
 import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
@@ -12,17 +12,12 @@ import { createPostgresMessages } from './messages.js';
 import { createPostgresEvents, createPostgresEventWriter, eventIdSql } from './events.js';
 import { createPostgresWebhooks } from './webhooks.js';
 import { watchKeyChanges } from './key-changes.js';
-import { createPipeline } from './pipeline.js';
+import { CONNECTION_TIMEOUT_MS, guard, isConnectionError, openPostgres } from './driver.js';
 import type { ApiKeyWatch } from '../types.js';
 import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, petCreatedEvent, petRunData, type PetRow, randomHex20, randomHex20s, toKey, toPet } from '../rows.js';
 
 /** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
 export const MIGRATION_LOCK_KEY = 0x50455453;
-
-/** Fail fast during an outage instead of queueing requests behind a dead server. */
-const CONNECTION_TIMEOUT_MS = 2000;
-
-const { types } = pg;
 
 /** A pets row selected as an array, in petColumns order; `status` NULL becomes absent, as in toPet. */
 function petOfArray(row: unknown[]): Pet {
@@ -30,63 +25,8 @@ function petOfArray(row: unknown[]): Pet {
   if (row[3] !== null) pet.status = row[3] as NonNullable<Pet['status']>;
   return pet;
 }
-const parseTimestamptz = types.getTypeParser(types.builtins.TIMESTAMPTZ, 'text') as (value: string) => Date;
 
-// Per-pool parsers (pg's global ones stay untouched): ids and category ids are bigint but the
-// interface uses JS numbers, and timestamps go in and come out as toISOString() strings.
-const typeParsers: CustomTypesConfig = {
-  getTypeParser: (id, format) => {
-    if (format !== 'binary' && id === types.builtins.INT8) return (value: string) => Number(value);
-    if (format !== 'binary' && id === types.builtins.TIMESTAMPTZ) {
-      return (value: string) => parseTimestamptz(value).toISOString();
-    }
-    return types.getTypeParser(id, format);
-  },
-};
-
-// SQLSTATEs meaning the session is gone or cannot be had: admin/crash shutdown, server
-// starting up, idle session timeout, too many connections. Class 08 is checked by prefix.
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P04', '57P05', '53300']);
-const UNAVAILABLE_ERRNOS = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT',
-  'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN',
-  // Writing to a socket the server already closed.
-  'ERR_STREAM_WRITE_AFTER_END', 'ERR_STREAM_DESTROYED',
-]);
-// pg and pg-pool raise these without a code.
-const UNAVAILABLE_MESSAGES = [
-  'timeout exceeded when trying to connect', // pool: no connection within connectionTimeoutMillis
-  'timeout expired', // client: connect timeout
-  'Connection terminated', // "... unexpectedly", "... due to connection timeout"
-  'Client has encountered a connection error and is not queryable',
-];
-
-/** True when the error says the database cannot be reached, as opposed to a bad query. */
-export function isConnectionError(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string') {
-    if (UNAVAILABLE_ERRNOS.has(code) || UNAVAILABLE_SQLSTATES.has(code)) return true;
-    if (/^08[0-9A-Z]{3}$/.test(code)) return true;
-    // 55000 is a generic state error; only this message means "no connections allowed now".
-    if (code === '55000' && /is not currently accepting connections/.test(error.message)) return true;
-  }
-  if (UNAVAILABLE_MESSAGES.some((message) => error.message.startsWith(message))) return true;
-  // Node reports a failed multi-address connect as an AggregateError.
-  if (error instanceof AggregateError && error.errors.some(isConnectionError)) return true;
-  return error.cause !== undefined && error.cause !== error && isConnectionError(error.cause);
-}
-
-async function guard<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (isConnectionError(error)) {
-      throw new StoreUnavailableError(`PostgreSQL is unavailable: ${(error as Error).message}`, { cause: error });
-    }
-    throw error;
-  }
-}
+export { isConnectionError };
 
 type Queryable = Pick<PoolClient, 'query'>;
 
@@ -114,39 +54,15 @@ async function appliedVersions(db: Queryable): Promise<Set<number>> {
 export function createPostgresStore(url: string, options: { poolMax: number; pipelineConnections?: number; events?: boolean }): Store {
   const events = options.events !== false;
   const writeEvents = createPostgresEventWriter(events);
-  const connection = {
-    connectionString: url,
-    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
-    // Detects a silently dead server on idle connections.
-    keepAlive: true,
-    types: typeParsers,
-    // A 201 promises the pet is on disk: never inherit synchronous_commit=off from the server or role.
-    options: '-c synchronous_commit=on',
-  };
-  const pool = new pg.Pool({ ...connection, max: options.poolMax });
-  const pipelineConnections = options.pipelineConnections ?? 1;
-  const pipeline = pipelineConnections > 0 ? createPipeline(connection, pipelineConnections) : undefined;
-  // An idle client whose connection dies is already removed by the pool; without a
-  // listener the 'error' event would crash the process.
-  pool.on('error', () => {});
-
-  const query = async <R extends QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> =>
-    guard(async () => (await pool.query<R>(text, values)).rows);
-  // The hot statements are named: each connection parses and plans them once, then only
-  // binds and executes (pg otherwise sends an unnamed Parse with every call).
-  const prepared = async <R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]> =>
-    guard(async () => (await pool.query<R>({ name, text, values })).rows);
-  // The hot reads: named, and pipelined with the other reads of their event-loop turn.
-  const read = <R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]> =>
-    pipeline ? guard(() => pipeline.query<R>(name, text, values)) : prepared<R>(name, text, values);
+  const database = openPostgres(url, options);
+  const { pool } = database;
+  const query = <R extends QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> => database.all<R>(text, values);
+  const prepared = database.prepared;
+  const read = database.read;
   // Pets come back as arrays (id, name, category_id, status), made into Pets directly: one
   // object per row instead of pg's row object and then ours.
-  const readPets = async (name: string, text: string, values: unknown[]): Promise<Pet[]> => {
-    const rows = pipeline
-      ? await guard(() => pipeline.queryArrays(name, text, values))
-      : await guard(async () => (await pool.query({ name, text, values, rowMode: 'array' })).rows as unknown[][]);
-    return rows.map(petOfArray);
-  };
+  const readPets = async (name: string, text: string, values: unknown[]): Promise<Pet[]> =>
+    (await database.readArrays(name, text, values)).map(petOfArray);
 
   const rollback = (value: unknown): never => {
     throw new Rollback(value);
@@ -189,7 +105,6 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
     INSERT INTO pets (account_id, id, name, category_id, status, created_at)
     VALUES ($1, (SELECT last_pet_id FROM next), $2, $3, $4, $5) RETURNING ${petColumns}`;
   const keyColumns = 'id, account_id, environment, key_hash, hint, created_at, revoked_at';
-  let ended: Promise<void> | undefined;
   const watches = new Set<ApiKeyWatch>();
 
   // Group commit for createPet, as on SQLite: the calls of one event-loop turn (and those made
@@ -411,8 +326,7 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
         await inFlight;
       }
       await Promise.all([...watches].map((watch) => watch.close()));
-      ended ??= Promise.all([pool.end(), pipeline?.close()]).then(() => undefined);
-      await ended;
+      await database.close();
     },
 
     async getOrCreateSetting(key, create) {

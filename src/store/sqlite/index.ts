@@ -1,9 +1,6 @@
 // SQLite backend (better-sqlite3). WAL lets the CLI and servers share one file;
 // synchronous=FULL makes every commit durable before we answer 201.
-import fs from 'node:fs';
-import path from 'node:path';
-import Database from 'better-sqlite3';
-import { StoreUnavailableError } from '../../errors.js';
+import { openSqlite, sqlitePath, storeError } from './driver.js';
 import type { NewPet, Pet } from '../../schemas/index.js';
 import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
@@ -29,27 +26,15 @@ interface PendingPet {
 
 type Inserted = { pet: Pet } | { error: unknown };
 
-// Failures that mean "the database cannot serve now" (locked past the busy timeout, disk
-// full or failing, file gone or read-only, connection closed), not "this query is wrong".
-const UNAVAILABLE_CODES = /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL|READONLY|NOMEM|PROTOCOL)/;
-
-function isUnavailable(error: unknown): boolean {
-  if (error instanceof TypeError) return /database connection is not open/i.test(error.message);
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && UNAVAILABLE_CODES.test(code);
-}
-
-function unavailable(error: unknown): never {
-  if (isUnavailable(error)) throw new StoreUnavailableError(`SQLite is unavailable: ${(error as Error).message}`, { cause: error });
-  throw error;
-}
-
 /** Wraps every method so those failures surface as StoreUnavailableError (HTTP 503). */
 function guardUnavailable(store: Store): Store {
   const guarded: Record<string, unknown> = { ...store };
   for (const [name, value] of Object.entries(store)) {
     if (typeof value !== 'function') continue;
     const method = value as (...args: unknown[]) => unknown;
+    const unavailable = (error: unknown): never => {
+      throw storeError(error);
+    };
     guarded[name] = (...args: unknown[]) => {
       try {
         const result = method(...args);
@@ -62,13 +47,7 @@ function guardUnavailable(store: Store): Store {
   return guarded as unknown as Store;
 }
 
-/** Accepts a plain path or a file: URL. */
-export function sqlitePath(url: string): string {
-  if (url.startsWith('file:')) {
-    return url.startsWith('file://') ? new URL(url).pathname : url.slice('file:'.length);
-  }
-  return url;
-}
+export { sqlitePath };
 
 export interface SqliteStoreOptions {
   /** Cache pages and pets in memory, invalidated exactly (see read-cache.ts). Default true. */
@@ -78,28 +57,16 @@ export interface SqliteStoreOptions {
 }
 
 export function createSqliteStore(url: string, options: SqliteStoreOptions = {}): Store {
-  const file = sqlitePath(url);
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
-  db.pragma('busy_timeout = 5000');
-  db.pragma('foreign_keys = ON');
+  const sqlite = openSqlite(url);
+  const { file, connection: db } = sqlite;
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
 
   const appliedVersions = () =>
     new Set(db.prepare<[], { version: number }>('SELECT version FROM schema_migrations').all().map((r) => r.version));
 
   // Statements are prepared lazily (tables may not exist before migrate) and reused.
-  const statements = new Map<string, Database.Statement>();
-  const stmt = <P extends unknown[], R>(sql: string) => {
-    let s = statements.get(sql);
-    if (!s) {
-      s = db.prepare(sql);
-      statements.set(sql, s);
-    }
-    return s as Database.Statement<P, R>;
-  };
+  const stmt = sqlite.statement;
+  const statements = { clear: sqlite.forgetStatements };
 
   const petColumns = 'id, name, category_id, status';
 

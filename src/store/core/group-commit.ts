@@ -1,0 +1,91 @@
+// Group commit: the writes submitted during one event-loop turn (and those submitted while a
+// batch is being written) go to the database as one transaction, so one commit (one WAL flush)
+// makes all of them durable before any caller hears back. One batch is written at a time.
+// A batch that fails for a reason other than the database being away is written again one
+// item per transaction, so only the items at fault reject their callers.
+import { StoreUnavailableError } from '../errors.js';
+
+export interface GroupCommitOptions<I, R> {
+  /** Most items one batch takes; the rest wait for the next one. */
+  max: number;
+  /** Writes the batch in one transaction, all or nothing; results in item order. */
+  writeBatch(items: readonly I[]): Promise<R[]>;
+  /** Writes one item in a transaction of its own. */
+  writeOne(item: I): Promise<R>;
+  /** Told which items were just written or attempted (before their callers hear back). */
+  written?(items: readonly I[]): void;
+}
+
+export interface GroupCommit<I, R> {
+  submit(item: I): Promise<R>;
+  /** Resolves when everything submitted so far is settled. */
+  drain(): Promise<void>;
+}
+
+interface Pending<I, R> {
+  item: I;
+  resolve(result: R): void;
+  reject(error: unknown): void;
+}
+
+export function createGroupCommit<I, R>(options: GroupCommitOptions<I, R>): GroupCommit<I, R> {
+  const queue: Pending<I, R>[] = [];
+  let inFlight: Promise<void> | undefined;
+
+  /** One transaction per item: each settles on its own. */
+  const writeEach = async (items: readonly I[]): Promise<PromiseSettledResult<R>[]> => {
+    const settled: PromiseSettledResult<R>[] = [];
+    for (const item of items) {
+      await options.writeOne(item).then(
+        (value) => settled.push({ status: 'fulfilled', value }),
+        (reason: unknown) => settled.push({ status: 'rejected', reason }),
+      );
+    }
+    return settled;
+  };
+
+  const write = async (items: readonly I[]): Promise<PromiseSettledResult<R>[]> => {
+    try {
+      return (await options.writeBatch(items)).map((value) => ({ status: 'fulfilled', value }));
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) return items.map(() => ({ status: 'rejected', reason: error }));
+      return writeEach(items);
+    }
+  };
+
+  const commit = async (batch: Pending<I, R>[]): Promise<void> => {
+    const items = batch.map((pending) => pending.item);
+    const settled = await write(items);
+    // Before anyone hears back (a read cache forgets what these writes made stale).
+    options.written?.(items);
+    settled.forEach((result, i) => {
+      if (result.status === 'fulfilled') batch[i]!.resolve(result.value);
+      else batch[i]!.reject(result.reason);
+    });
+  };
+
+  const flush = () => {
+    if (inFlight || queue.length === 0) return;
+    inFlight = commit(queue.splice(0, options.max)).finally(() => {
+      inFlight = undefined;
+      // Whatever queued meanwhile goes in the next batch, at once.
+      flush();
+    });
+  };
+
+  return {
+    submit(item) {
+      return new Promise<R>((resolve, reject) => {
+        queue.push({ item, resolve, reject });
+        // setImmediate: after this turn's I/O callbacks, so every request parsed in it joins.
+        if (queue.length === 1 && !inFlight) setImmediate(flush);
+      });
+    },
+    async drain() {
+      while (inFlight || queue.length > 0) {
+        flush();
+        await inFlight;
+      }
+    },
+  };
+}

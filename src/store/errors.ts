@@ -1,0 +1,20 @@
+// What a store reports beyond "this query is wrong": no HTTP here; src/http/plugins/errors.ts
+// maps these to responses, in one place.
+
+/** Base class of the errors a store raises on purpose. */
+export class StoreError extends Error {
+  override name = 'StoreError';
+}
+
+/** The database cannot serve now (down, unreachable, locked past the timeout, disk full). */
+export class StoreUnavailableError extends StoreError {
+  override name = 'StoreUnavailableError';
+}
+
+/**
+ * A write lost a race it cannot win and was rolled back (an idempotency key completed by
+ * another request meanwhile): nothing of it was written.
+ */
+export class StoreConflictError extends StoreError {
+  override name = 'StoreConflictError';
+}

@@ -1,0 +1,173 @@
+// PostgreSQL through pg: one bounded pool per process, plus a few pipelined connections for
+// the hot reads (pipeline.ts). Connection failures surface as StoreUnavailableError (the HTTP
+// layer answers 503), and the pool replaces dead connections by itself once the server is back.
+import pg, { type CustomTypesConfig, type PoolClient, type QueryResultRow } from 'pg';
+import { StoreUnavailableError } from '../errors.js';
+import type { Params, Sql, SqlDatabase } from '../core/sql.js';
+import { createPipeline, type Pipeline } from './pipeline.js';
+
+/** Fail fast during an outage instead of queueing requests behind a dead server. */
+export const CONNECTION_TIMEOUT_MS = 2000;
+
+const { types } = pg;
+const parseTimestamptz = types.getTypeParser(types.builtins.TIMESTAMPTZ, 'text') as (value: string) => Date;
+
+// Per-pool parsers (pg's global ones stay untouched): ids and category ids are bigint but the
+// interface uses JS numbers, and timestamps go in and come out as toISOString() strings.
+const typeParsers: CustomTypesConfig = {
+  getTypeParser: (id, format) => {
+    if (format !== 'binary' && id === types.builtins.INT8) return (value: string) => Number(value);
+    if (format !== 'binary' && id === types.builtins.TIMESTAMPTZ) {
+      return (value: string) => parseTimestamptz(value).toISOString();
+    }
+    return types.getTypeParser(id, format);
+  },
+};
+
+// SQLSTATEs meaning the session is gone or cannot be had: admin/crash shutdown, server
+// starting up, idle session timeout, too many connections. Class 08 is checked by prefix.
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P04', '57P05', '53300']);
+const UNAVAILABLE_ERRNOS = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT',
+  'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN',
+  // Writing to a socket the server already closed.
+  'ERR_STREAM_WRITE_AFTER_END', 'ERR_STREAM_DESTROYED',
+]);
+// pg and pg-pool raise these without a code.
+const UNAVAILABLE_MESSAGES = [
+  'timeout exceeded when trying to connect', // pool: no connection within connectionTimeoutMillis
+  'timeout expired', // client: connect timeout
+  'Connection terminated', // "... unexpectedly", "... due to connection timeout"
+  'Client has encountered a connection error and is not queryable',
+];
+
+/** True when the error says the database cannot be reached, as opposed to a bad query. */
+export function isConnectionError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (UNAVAILABLE_ERRNOS.has(code) || UNAVAILABLE_SQLSTATES.has(code)) return true;
+    if (/^08[0-9A-Z]{3}$/.test(code)) return true;
+    // 55000 is a generic state error; only this message means "no connections allowed now".
+    if (code === '55000' && /is not currently accepting connections/.test(error.message)) return true;
+  }
+  if (UNAVAILABLE_MESSAGES.some((message) => error.message.startsWith(message))) return true;
+  // Node reports a failed multi-address connect as an AggregateError.
+  if (error instanceof AggregateError && error.errors.some(isConnectionError)) return true;
+  return error.cause !== undefined && error.cause !== error && isConnectionError(error.cause);
+}
+
+/** Runs `work`; a connection failure becomes StoreUnavailableError. */
+export async function guard<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (isConnectionError(error)) {
+      throw new StoreUnavailableError(`PostgreSQL is unavailable: ${(error as Error).message}`, { cause: error });
+    }
+    throw error;
+  }
+}
+
+export interface PostgresOptions {
+  poolMax: number;
+  /** Connections in pipeline mode for the hot reads; 0 sends them through the pool. */
+  pipelineConnections?: number;
+}
+
+export interface PostgresDatabase extends SqlDatabase {
+  readonly dialect: 'postgres';
+  readonly url: string;
+  readonly pool: pg.Pool;
+  /**
+   * A hot read: a named statement (each connection parses and plans it once), pipelined with
+   * the other reads of its event-loop turn. `arrays`: rows as arrays of column values.
+   */
+  read<R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]>;
+  readArrays(name: string, text: string, values: unknown[]): Promise<unknown[][]>;
+  /** A named statement through the pool (hot writes). */
+  prepared<R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]>;
+}
+
+const positional = (params: Params | undefined): unknown[] => {
+  if (params === undefined) return [];
+  if (Array.isArray(params)) return params as unknown[];
+  throw new TypeError('PostgreSQL statements take positional parameters');
+};
+
+/** Statements on one checked-out client (a transaction's). */
+const onClient = (client: Pick<PoolClient, 'query'>): Sql => ({
+  all: async <R>(sql: string, params?: Params) => (await client.query(sql, positional(params))).rows as R[],
+  get: async <R>(sql: string, params?: Params) => (await client.query(sql, positional(params))).rows[0] as R | undefined,
+  run: async (sql: string, params?: Params) => (await client.query(sql, positional(params))).rowCount ?? 0,
+});
+
+export function openPostgres(url: string, options: PostgresOptions): PostgresDatabase {
+  const connection = {
+    connectionString: url,
+    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+    // Detects a silently dead server on idle connections.
+    keepAlive: true,
+    types: typeParsers,
+    // A 201 promises the pet is on disk: never inherit synchronous_commit=off from the server or role.
+    options: '-c synchronous_commit=on',
+  };
+  const pool = new pg.Pool({ ...connection, max: options.poolMax });
+  const lanes = options.pipelineConnections ?? 1;
+  const pipeline: Pipeline | undefined = lanes > 0 ? createPipeline(connection, lanes) : undefined;
+  // An idle client whose connection dies is already removed by the pool; without a listener
+  // the 'error' event would crash the process.
+  pool.on('error', () => {});
+  const direct = onClient(pool);
+  let ended: Promise<void> | undefined;
+
+  const prepared = <R extends QueryResultRow>(name: string, text: string, values: unknown[]) =>
+    guard(async () => (await pool.query<R>({ name, text, values })).rows);
+
+  return {
+    dialect: 'postgres',
+    url,
+    pool,
+    all: (sql, params) => guard(() => direct.all(sql, params)),
+    get: (sql, params) => guard(() => direct.get(sql, params)),
+    run: (sql, params) => guard(() => direct.run(sql, params)),
+    transaction: (work) => guard(() => inTransaction(pool, work)),
+    prepared,
+    read: (name, text, values) => (pipeline ? guard(() => pipeline.query(name, text, values)) : prepared(name, text, values)),
+    readArrays: (name, text, values) =>
+      pipeline
+        ? guard(() => pipeline.queryArrays(name, text, values))
+        : guard(async () => (await pool.query({ name, text, values, rowMode: 'array' })).rows as unknown[][]),
+    ping: async () => void (await guard(() => direct.get('SELECT 1'))),
+    close: async () => {
+      ended ??= Promise.all([pool.end(), pipeline?.close()]).then(() => undefined);
+      await ended;
+    },
+  };
+}
+
+/** BEGIN … COMMIT on one pooled client; ROLLBACK when `work` throws. */
+async function inTransaction<T>(pool: pg.Pool, work: (tx: Sql) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  // A checked-out client has no pool listener; a dropped connection must not crash us.
+  const ignore = () => {};
+  client.on('error', ignore);
+  let broken = false;
+  try {
+    await client.query('BEGIN');
+    try {
+      const result = await work(onClient(client));
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      broken ||= isConnectionError(error);
+      throw error;
+    }
+  } finally {
+    client.off('error', ignore);
+    client.release(broken);
+  }
+}
