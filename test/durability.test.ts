@@ -16,6 +16,7 @@ import type { NewPet, Pet } from '../src/schemas/index.js';
 import { createStore } from '../src/store/index.js';
 import { backends } from './helpers/backends.js';
 import { checkStoreIntegrity, createFixture, type Exit, killAndDrop, type Sent, type ServerChild, startLoad, startServer, verifyPets } from './helpers/durability.js';
+import { createPet } from './helpers/store.js';
 
 const ROUNDS = 3;
 const CONCURRENCY = 32;
@@ -37,12 +38,12 @@ for (const backend of backends) {
       });
       await store.migrate();
       const account = { id: 'acct_group', name: 'Group commit', createdAt: T0 };
-      await store.createAccount(account);
+      await store.accounts.create(account);
       const badAccount = (i: number) => i % 50 === 7;
       const badStatus = (i: number) => i % 77 === 3;
       const calls = Array.from({ length: count }, (_, i) => {
         const pet = (badStatus(i) ? { name: `P${i}`, categoryId: i + 1, status: 'lost' } : { name: `P${i}`, categoryId: i + 1, status: 'sold' }) as NewPet;
-        return store.createPet(badAccount(i) ? 'acct_unknown' : account.id, pet, T0);
+        return createPet(store, badAccount(i) ? 'acct_unknown' : account.id, pet, T0);
       });
       const settled = await Promise.allSettled(calls);
       const created: Pet[] = [];
@@ -65,7 +66,7 @@ for (const backend of backends) {
       // Read back through another store (another connection): committed, not just visible to ours.
       const other = await createStore({ databaseUrl: database.url, pgPoolMax: 1 });
       try {
-        const listed = await other.listPets({ accountId: account.id, limit: 1000 });
+        const listed = await other.pets.list({ accountId: account.id, limit: 1000 });
         assert.deepEqual(listed, [...created].sort((a, b) => a.id - b.id));
       } finally {
         await other.close();
@@ -79,14 +80,14 @@ for (const backend of backends) {
         t.after(() => database.drop());
         const store = await createStore({ databaseUrl: database.url, pgPoolMax: 1 });
         await store.migrate();
-        await store.createAccount({ id: 'acct_close', name: 'Close', createdAt: T0 });
-        const calls = Array.from({ length: 10 }, (_, i) => store.createPet('acct_close', { name: `Late ${i}`, categoryId: 1 }, T0));
+        await store.accounts.create({ id: 'acct_close', name: 'Close', createdAt: T0 });
+        const calls = Array.from({ length: 10 }, (_, i) => createPet(store, 'acct_close', { name: `Late ${i}`, categoryId: 1 }, T0));
         await store.close();
         const created = await Promise.all(calls);
         const reopened = await createStore({ databaseUrl: database.url, pgPoolMax: 1 });
         try {
-          assert.deepEqual(await reopened.listPets({ accountId: 'acct_close', limit: 100 }), created);
-          await assert.rejects(store.createPet('acct_close', { name: 'After close', categoryId: 1 }, T0));
+          assert.deepEqual(await reopened.pets.list({ accountId: 'acct_close', limit: 100 }), created);
+          await assert.rejects(createPet(store, 'acct_close', { name: 'After close', categoryId: 1 }, T0));
         } finally {
           await reopened.close();
         }

@@ -11,6 +11,7 @@ import { migrations as postgresMigrations } from '../src/store/postgres/migratio
 import { migrations as sqliteMigrations } from '../src/store/sqlite/migrations.js';
 import { createStore } from '../src/store/index.js';
 import { backends, type Backend } from './helpers/backends.js';
+import { createPet } from './helpers/store.js';
 
 const T0 = '2026-11-20T00:00:00.000Z';
 const ACCOUNT = 'acct_migrated';
@@ -79,7 +80,7 @@ describe('migrating the event log to sequence-keyed ids and fan-out cursors', { 
 
       // The endpoint's cursor starts after what the previous release fanned out itself.
       assert.equal(await store.fanOutWebhookEvents(1000), 0, 'nothing fanned out again');
-      const pet = await store.createPet(ACCOUNT, { name: 'Tom', categoryId: 2, status: 'available' }, new Date().toISOString());
+      const pet = await createPet(store, ACCOUNT, { name: 'Tom', categoryId: 2, status: 'available' }, new Date().toISOString());
       assert.equal(pet.id, 3);
       const [event] = await store.listEvents({ accountId: ACCOUNT, limit: 10, afterSeq: 2 });
       assert.equal(event?.seq, 3);

@@ -393,7 +393,7 @@ describe('response headers', () => {
     }
     const broken = await startApp(t);
     const { key: brokenKey } = await broken.createAccount();
-    broken.store.listPets = async () => {
+    broken.store.pets.list = async () => {
       throw new Error('boom');
     };
     const failed = await broken.request('GET', '/v1/pets', { key: brokenKey });

@@ -76,7 +76,7 @@ describe('a create cut off by a crash after claiming its Idempotency-Key (postgr
     for (let i = 0; ; i += 1) {
       const claimed = await db.query('SELECT 1 FROM idempotency_keys WHERE account_id = $1 AND key = $2', [accountId, idempotencyKey]);
       const waiting = await db.query(
-        "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO pets%'",
+        "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%last_pet_id%'",
       );
       if (claimed.rowCount === 1 && waiting.rowCount! >= 1) break;
       if (i >= 100) {

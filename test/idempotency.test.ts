@@ -6,6 +6,7 @@ import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_RENEW_MS, IDEMPOTENCY_TTL_MS } from '
 import type { Store } from '../src/store/types.js';
 import { startApp } from './helpers/app.js';
 import { backends } from './helpers/backends.js';
+import { claimIdempotencyKey, createPetWithIdempotencyKey } from './helpers/store.js';
 
 type Pet = { id: number; name: string; categoryId: number; status?: string };
 type ErrorBody = { code: string; status: number };
@@ -117,14 +118,14 @@ for (const backend of backends) {
       const app = await startApp(t, { backend });
       const { key } = await app.createAccount();
       const store = app.store as Store;
-      const original = store.createPetWithIdempotencyKey.bind(store);
-      store.createPetWithIdempotencyKey = async () => {
+      const original = store.pets.insert;
+      store.pets.insert = async () => {
         throw new Error('disk full');
       };
       const headers = { 'idempotency-key': randomUUID() };
       const body = { name: 'Rex', categoryId: 1 };
       assert.equal((await app.request('POST', '/v1/pets', { key, body, headers })).status, 500);
-      store.createPetWithIdempotencyKey = original;
+      store.pets.insert = original;
       const retry = await app.request('POST', '/v1/pets', { key, body, headers });
       assert.equal(retry.status, 201);
       assert.equal(retry.headers.get('idempotent-replayed'), null);
@@ -135,18 +136,18 @@ for (const backend of backends) {
       const { accountId } = await app.createAccount();
       const store = app.store;
       const claim = { accountId, key: 'k1', requestHash: 'h1', ttlMs: IDEMPOTENCY_TTL_MS, leaseMs: IDEMPOTENCY_LEASE_MS };
-      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: 1_000 }), { outcome: 'claimed' });
-      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: 2_000 }), { outcome: 'in_flight', requestHash: 'h1' });
-      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: 1_000 + IDEMPOTENCY_LEASE_MS }), { outcome: 'claimed' });
+      assert.deepEqual(await claimIdempotencyKey(store, { ...claim, now: 1_000 }), { outcome: 'claimed' });
+      assert.deepEqual(await claimIdempotencyKey(store, { ...claim, now: 2_000 }), { outcome: 'in_flight', requestHash: 'h1' });
+      assert.deepEqual(await claimIdempotencyKey(store, { ...claim, now: 1_000 + IDEMPOTENCY_LEASE_MS }), { outcome: 'claimed' });
       // Both "owners" now try to complete: the first wins, the second creates nothing.
       const pet = { name: 'Once', categoryId: 1 };
-      const won = await store.createPetWithIdempotencyKey(accountId, pet, new Date().toISOString(), 'k1');
-      const lost = await store.createPetWithIdempotencyKey(accountId, pet, new Date().toISOString(), 'k1');
+      const won = await createPetWithIdempotencyKey(store, accountId, pet, new Date().toISOString(), 'k1');
+      const lost = await createPetWithIdempotencyKey(store, accountId, pet, new Date().toISOString(), 'k1');
       assert.ok(won);
       assert.equal(lost, undefined);
-      assert.equal((await store.listPets({ accountId, limit: 10 })).length, 1);
-      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: 3_000 }), { outcome: 'completed', requestHash: 'h1', resourceId: won.id });
-      assert.equal(await store.purgeIdempotencyKeys(1_001 + IDEMPOTENCY_LEASE_MS), 1);
+      assert.equal((await store.pets.list({ accountId, limit: 10 })).length, 1);
+      assert.deepEqual(await claimIdempotencyKey(store, { ...claim, now: 3_000 }), { outcome: 'completed', requestHash: 'h1', resourceId: won.id });
+      assert.equal(await store.idempotency.purge(1_001 + IDEMPOTENCY_LEASE_MS), 1);
     });
 
     test('when the owner renews its claim, then it is not taken over however long it runs, and once renewals stop it is', async (t) => {
@@ -154,21 +155,21 @@ for (const backend of backends) {
       const { accountId } = await app.createAccount();
       const store = app.store;
       const claim = { accountId, key: 'k1', requestHash: 'h1', ttlMs: IDEMPOTENCY_TTL_MS, leaseMs: IDEMPOTENCY_LEASE_MS };
-      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: 1_000 }), { outcome: 'claimed' });
+      assert.deepEqual(await claimIdempotencyKey(store, { ...claim, now: 1_000 }), { outcome: 'claimed' });
       let last = 1_000;
       for (let now = 1_000 + IDEMPOTENCY_RENEW_MS; now <= 1_000 + 3 * IDEMPOTENCY_LEASE_MS; now += IDEMPOTENCY_RENEW_MS) {
-        await store.renewIdempotencyKey(accountId, 'k1', now);
+        await store.idempotency.renew(accountId, 'k1', now);
         last = now;
-        assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now }), { outcome: 'in_flight', requestHash: 'h1' });
+        assert.deepEqual(await claimIdempotencyKey(store, { ...claim, now }), { outcome: 'in_flight', requestHash: 'h1' });
       }
       // A late renewal never moves the claim back.
-      await store.renewIdempotencyKey(accountId, 'k1', 1_000);
-      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: last + IDEMPOTENCY_LEASE_MS - 1 }), { outcome: 'in_flight', requestHash: 'h1' });
-      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: last + IDEMPOTENCY_LEASE_MS }), { outcome: 'claimed' });
+      await store.idempotency.renew(accountId, 'k1', 1_000);
+      assert.deepEqual(await claimIdempotencyKey(store, { ...claim, now: last + IDEMPOTENCY_LEASE_MS - 1 }), { outcome: 'in_flight', requestHash: 'h1' });
+      assert.deepEqual(await claimIdempotencyKey(store, { ...claim, now: last + IDEMPOTENCY_LEASE_MS }), { outcome: 'claimed' });
       // A completed key is not touched by renewals.
-      const pet = await store.createPetWithIdempotencyKey(accountId, { name: 'Once', categoryId: 1 }, new Date().toISOString(), 'k1');
-      await store.renewIdempotencyKey(accountId, 'k1', last + 10 * IDEMPOTENCY_LEASE_MS);
-      assert.deepEqual(await store.claimIdempotencyKey({ ...claim, now: last + 20 * IDEMPOTENCY_LEASE_MS }), { outcome: 'completed', requestHash: 'h1', resourceId: pet!.id });
+      const pet = await createPetWithIdempotencyKey(store, accountId, { name: 'Once', categoryId: 1 }, new Date().toISOString(), 'k1');
+      await store.idempotency.renew(accountId, 'k1', last + 10 * IDEMPOTENCY_LEASE_MS);
+      assert.deepEqual(await claimIdempotencyKey(store, { ...claim, now: last + 20 * IDEMPOTENCY_LEASE_MS }), { outcome: 'completed', requestHash: 'h1', resourceId: pet!.id });
     });
 
     if (backend.name === 'postgres') {

@@ -39,8 +39,8 @@ describe('API key cache on PostgreSQL', { skip }, () => {
     admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
     accountId = 'acc_cache';
-    await store.createAccount({ id: accountId, name: 'cache', createdAt: new Date().toISOString() });
-    apiKeys = createApiKeyService({ store, clock: systemClock, environment: 'production', keyCacheTtlMs: 60_000 });
+    await store.accounts.create({ id: accountId, name: 'cache', createdAt: new Date().toISOString() });
+    apiKeys = createApiKeyService({ apiKeys: store.apiKeys, accounts: store.accounts, clock: systemClock, environment: 'production', keyCacheTtlMs: 60_000 });
   });
 
   after(async () => {

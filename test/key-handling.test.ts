@@ -234,11 +234,11 @@ describe('environments', () => {
 
 describe('checksum before lookup', () => {
   function instrument(app: TestApp): { calls: string[]; fail: () => void } {
-    const store = app.store as Store & { findApiKeyByHash: Store['findApiKeyByHash'] };
-    const original = store.findApiKeyByHash.bind(store);
+    const store = app.store as Store;
+    const original = store.apiKeys.findByHash.bind(store.apiKeys);
     const calls: string[] = [];
     let failing = false;
-    store.findApiKeyByHash = async (hash: string) => {
+    store.apiKeys.findByHash = async (hash: string) => {
       calls.push(hash);
       if (failing) throw new Error('the store was consulted');
       return original(hash);

@@ -9,6 +9,7 @@ import { createReadCache } from '../src/store/sqlite/read-cache.js';
 import { createSqliteStore } from '../src/store/sqlite/index.js';
 import { startApp } from './helpers/app.js';
 import { sqliteBackend } from './helpers/backends.js';
+import { createPet } from './helpers/store.js';
 
 type Pet = { id: number; name: string; categoryId: number; status?: string };
 
@@ -124,7 +125,7 @@ describe('SQLite read cache over HTTP', () => {
     assert.deepEqual((await app.request('GET', '/v1/pets', { key })).body, []);
     const store = createSqliteStore(database.url, { readCache: false });
     t.after(() => store.close());
-    await store.createPet((await app.services.apiKeys.authenticate(key)).accountId, { name: 'Direct', categoryId: 5 }, new Date().toISOString());
+    await createPet(store, (await app.services.apiKeys.authenticate(key)).accountId, { name: 'Direct', categoryId: 5 }, new Date().toISOString());
     assert.deepEqual(((await app.request('GET', '/v1/pets', { key })).body as Pet[]).map((p) => p.name), ['Direct']);
   });
 });
@@ -136,10 +137,10 @@ describe('SQLite read cache, directly', () => {
     const store = createSqliteStore(database.url);
     t.after(() => store.close());
     await store.migrate();
-    await store.createAccount({ id: 'acct_a', name: 'A', createdAt: new Date().toISOString() });
-    await store.createPet('acct_a', { name: 'Rex', categoryId: 1 }, new Date().toISOString());
-    const first = await store.listPets({ accountId: 'acct_a', limit: 10 });
-    const second = await store.listPets({ accountId: 'acct_a', limit: 10 });
+    await store.accounts.create({ id: 'acct_a', name: 'A', createdAt: new Date().toISOString() });
+    await createPet(store, 'acct_a', { name: 'Rex', categoryId: 1 }, new Date().toISOString());
+    const first = await store.pets.list({ accountId: 'acct_a', limit: 10 });
+    const second = await store.pets.list({ accountId: 'acct_a', limit: 10 });
     assert.equal(first, second);
     assert.ok(Object.isFrozen(first) && Object.isFrozen(first[0]));
     assert.throws(() => {
@@ -147,7 +148,7 @@ describe('SQLite read cache, directly', () => {
     }, TypeError);
     const uncached = createSqliteStore(database.url, { readCache: false });
     t.after(() => uncached.close());
-    assert.notEqual(await uncached.listPets({ accountId: 'acct_a', limit: 10 }), await uncached.listPets({ accountId: 'acct_a', limit: 10 }));
+    assert.notEqual(await uncached.pets.list({ accountId: 'acct_a', limit: 10 }), await uncached.pets.list({ accountId: 'acct_a', limit: 10 }));
   });
 
   test('when a commit lands between reading a page and caching it, then that entry is never served', () => {

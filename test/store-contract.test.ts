@@ -10,6 +10,7 @@ import type { NewPet, Order, Pet, PetStatus } from '../src/schemas/index.js';
 import { createStore } from '../src/store/index.js';
 import type { Account, ApiKeyRecord, Store } from '../src/store/types.js';
 import { type Backend, type BackendDatabase, backends, postgresAdminUrl, withPostgresAdmin } from './helpers/backends.js';
+import { createPet } from './helpers/store.js';
 
 const POOL_MAX = 4;
 const T0 = '2024-05-01T12:00:00.000Z';
@@ -63,7 +64,7 @@ function newKey(accountId: string, overrides: Partial<ApiKeyRecord> = {}): ApiKe
 }
 
 async function withAccount(store: Store, overrides: Partial<Account> = {}): Promise<Account> {
-  return store.createAccount(newAccount(overrides));
+  return store.accounts.create(newAccount(overrides));
 }
 
 /** A migrated store and `count` new accounts in it: the setup most tests here start from. */
@@ -101,7 +102,7 @@ async function walk(store: Store, accountId: string, pageSize: number, status?: 
   const seen: Pet[] = [];
   let afterId = 0;
   for (;;) {
-    const page = await store.listPets({ accountId, limit: pageSize, status, afterId });
+    const page = await store.pets.list({ accountId, limit: pageSize, status, afterId });
     assert.ok(page.length <= pageSize, `page of ${page.length} exceeds limit ${pageSize}`);
     seen.push(...page);
     if (page.length < pageSize) return seen;
@@ -128,7 +129,7 @@ for (const backend of backends) {
         assert.deepEqual(await store.migrate(), pending);
         assert.deepEqual(await store.pendingMigrations(), []);
         const account = await withAccount(store);
-        assert.deepEqual(await store.getAccount(account.id), account);
+        assert.deepEqual(await store.accounts.get(account.id), account);
       });
 
       it('when migrate runs again, from the same or another store, then it applies nothing and keeps the data', async (t) => {
@@ -139,7 +140,7 @@ for (const backend of backends) {
         const { store: other } = await openStore(t, backend, database.url);
         assert.deepEqual(await other.pendingMigrations(), []);
         assert.deepEqual(await other.migrate(), []);
-        assert.deepEqual(await other.getAccount(account.id), account);
+        assert.deepEqual(await other.accounts.get(account.id), account);
       });
 
       it('when two stores migrate the same fresh database at once, then both succeed and each version is applied once', async (t) => {
@@ -171,14 +172,14 @@ for (const backend of backends) {
       it('when an account is created, then getAccount returns it exactly', async (t) => {
         const store = await migratedStore(t, backend);
         const account = newAccount({ name: 'Zoë’s Pets 🐾 — 東京' });
-        assert.deepEqual(await store.createAccount(account), account);
-        assert.deepEqual(await store.getAccount(account.id), account);
+        assert.deepEqual(await store.accounts.create(account), account);
+        assert.deepEqual(await store.accounts.get(account.id), account);
       });
 
       it('when the account id is unknown, then getAccount returns undefined', async (t) => {
         const store = await migratedStore(t, backend);
         await withAccount(store);
-        assert.equal(await store.getAccount('acct_unknown'), undefined);
+        assert.equal(await store.accounts.get('acct_unknown'), undefined);
       });
 
       it('when timestamps are stored, then they come back as the same ISO strings', async (t) => {
@@ -186,9 +187,9 @@ for (const backend of backends) {
         const times = ['0001-01-01T00:00:00.000Z', '1970-01-01T00:00:00.000Z', '2024-02-29T23:59:59.999Z', '9999-12-31T23:59:59.999Z'];
         for (const createdAt of times) {
           const account = await withAccount(store, { createdAt });
-          assert.equal((await store.getAccount(account.id))?.createdAt, createdAt);
-          const key = await store.createApiKey(newKey(account.id, { createdAt, revokedAt: createdAt }));
-          assert.deepEqual(await store.findApiKeyByHash(key.keyHash), key);
+          assert.equal((await store.accounts.get(account.id))?.createdAt, createdAt);
+          const key = await store.apiKeys.create(newKey(account.id, { createdAt, revokedAt: createdAt }));
+          assert.deepEqual(await store.apiKeys.findByHash(key.keyHash), key);
         }
       });
     });
@@ -198,16 +199,16 @@ for (const backend of backends) {
         const [store, account] = await storeWithAccounts(t, backend, 1);
         const active = newKey(account.id, { environment: 'staging' });
         const revoked = newKey(account.id, { revokedAt: '2024-05-02T00:00:00.123Z' });
-        assert.deepEqual(await store.createApiKey(active), active);
-        assert.deepEqual(await store.createApiKey(revoked), revoked);
-        assert.deepEqual(await store.findApiKeyByHash(active.keyHash), active);
-        assert.deepEqual(await store.findApiKeyByHash(revoked.keyHash), revoked);
+        assert.deepEqual(await store.apiKeys.create(active), active);
+        assert.deepEqual(await store.apiKeys.create(revoked), revoked);
+        assert.deepEqual(await store.apiKeys.findByHash(active.keyHash), active);
+        assert.deepEqual(await store.apiKeys.findByHash(revoked.keyHash), revoked);
       });
 
       it('when the hash is unknown, then findApiKeyByHash returns undefined', async (t) => {
         const [store, account] = await storeWithAccounts(t, backend, 1);
-        await store.createApiKey(newKey(account.id));
-        assert.equal(await store.findApiKeyByHash('0'.repeat(64)), undefined);
+        await store.apiKeys.create(newKey(account.id));
+        assert.equal(await store.apiKeys.findByHash('0'.repeat(64)), undefined);
       });
 
       it('when an account has several keys, then listApiKeys returns only its keys by createdAt then id (byte order)', async (t) => {
@@ -224,36 +225,36 @@ for (const backend of backends) {
           newKey(account.id, { id: 'key_0x', createdAt: t3 }),
           newKey(account.id, { id: 'key_A', createdAt: t1 }),
         ];
-        for (const key of keys) await store.createApiKey(key);
-        const listed = await store.listApiKeys(account.id);
+        for (const key of keys) await store.apiKeys.create(key);
+        const listed = await store.apiKeys.list(account.id);
         assert.deepEqual(listed.map((k) => k.id), ['key_A', 'key_a', 'key_z', 'key_b', 'key_0x']);
         assert.deepEqual(listed, ['key_A', 'key_a', 'key_z', 'key_b', 'key_0x'].map((id) => keys.find((k) => k.id === id)));
-        assert.deepEqual(await store.listApiKeys('acct_without_keys'), []);
+        assert.deepEqual(await store.apiKeys.list('acct_without_keys'), []);
       });
 
       it('when a key is revoked twice, then it keeps the first revocation time', async (t) => {
         const [store, account] = await storeWithAccounts(t, backend, 1);
-        const key = await store.createApiKey(newKey(account.id));
+        const key = await store.apiKeys.create(newKey(account.id));
         const first = '2024-05-02T10:00:00.000Z';
         const revoked = { ...key, revokedAt: first };
-        assert.deepEqual(await store.revokeApiKey(key.id, first), revoked);
-        assert.deepEqual(await store.revokeApiKey(key.id, '2024-05-03T10:00:00.000Z'), revoked);
-        assert.deepEqual(await store.findApiKeyByHash(key.keyHash), revoked);
-        assert.deepEqual(await store.listApiKeys(account.id), [revoked]);
+        assert.deepEqual(await store.apiKeys.revoke(key.id, first), revoked);
+        assert.deepEqual(await store.apiKeys.revoke(key.id, '2024-05-03T10:00:00.000Z'), revoked);
+        assert.deepEqual(await store.apiKeys.findByHash(key.keyHash), revoked);
+        assert.deepEqual(await store.apiKeys.list(account.id), [revoked]);
       });
 
       it('when the key id is unknown, then revokeApiKey returns undefined', async (t) => {
         const [store, account] = await storeWithAccounts(t, backend, 1);
-        const key = await store.createApiKey(newKey(account.id));
-        assert.equal(await store.revokeApiKey('key_unknown', T0), undefined);
-        assert.deepEqual(await store.findApiKeyByHash(key.keyHash), key);
+        const key = await store.apiKeys.create(newKey(account.id));
+        assert.equal(await store.apiKeys.revoke('key_unknown', T0), undefined);
+        assert.deepEqual(await store.apiKeys.findByHash(key.keyHash), key);
       });
 
       it('when a key has an environment outside the enum, then the store rejects it', async (t) => {
         const [store, account] = await storeWithAccounts(t, backend, 1);
         const bad = { ...newKey(account.id), environment: 'development' } as unknown as ApiKeyRecord;
-        await assert.rejects(store.createApiKey(bad), isConstraintError);
-        assert.deepEqual(await store.listApiKeys(account.id), []);
+        await assert.rejects(store.apiKeys.create(bad), isConstraintError);
+        assert.deepEqual(await store.apiKeys.list(account.id), []);
       });
     });
 
@@ -263,24 +264,24 @@ for (const backend of backends) {
         const ids: Record<string, number[]> = { a: [], b: [] };
         for (let i = 0; i < 7; i++) {
           const owner = i % 3 === 2 ? 'b' : 'a';
-          ids[owner]!.push((await store.createPet(owner === 'a' ? a.id : b.id, { name: `Pet ${i}`, categoryId: 1 }, T0)).id);
+          ids[owner]!.push((await createPet(store, owner === 'a' ? a.id : b.id, { name: `Pet ${i}`, categoryId: 1 }, T0)).id);
         }
         assert.deepEqual(ids, { a: [1, 2, 3, 4, 5], b: [1, 2] });
         // Both accounts have a pet 1; each sees its own.
-        assert.equal((await store.getPet(a.id, 1))?.name, 'Pet 0');
-        assert.equal((await store.getPet(b.id, 1))?.name, 'Pet 2');
+        assert.equal((await store.pets.get(a.id, 1))?.name, 'Pet 0');
+        assert.equal((await store.pets.get(b.id, 1))?.name, 'Pet 2');
       });
 
       it('when many creates for several accounts run at once, then each account\'s ids are 1…n in call order, unique, with no gaps', async (t) => {
         const [store, a, b] = await storeWithAccounts(t, backend, 2);
         const c = await withAccount(store);
         const owners = Array.from({ length: 90 }, (_, i) => [a, b, c][i % 3]!.id);
-        const created = await Promise.all(owners.map((owner, i) => store.createPet(owner, { name: `P${i}`, categoryId: 1 }, T0)));
+        const created = await Promise.all(owners.map((owner, i) => createPet(store, owner, { name: `P${i}`, categoryId: 1 }, T0)));
         for (const account of [a, b, c]) {
           const mine = created.filter((_, i) => owners[i] === account.id).map((p) => p.id);
           if (backend.name === 'sqlite') assert.deepEqual(mine, Array.from({ length: 30 }, (_, i) => i + 1), 'one queue: ids follow the calls');
           else assert.deepEqual([...mine].sort((x, y) => x - y), Array.from({ length: 30 }, (_, i) => i + 1));
-          assert.deepEqual((await store.listPets({ accountId: account.id, limit: 100 })).map((p) => p.id), [...mine].sort((x, y) => x - y));
+          assert.deepEqual((await store.pets.list({ accountId: account.id, limit: 100 })).map((p) => p.id), [...mine].sort((x, y) => x - y));
         }
       });
 
@@ -290,42 +291,42 @@ for (const backend of backends) {
         const { store: other } = await openStore(t, backend, database.url);
         const account = await withAccount(store);
         const results = await Promise.all(
-          Array.from({ length: 60 }, (_, i) => (i % 2 ? other : store).createPet(account.id, { name: `P${i}`, categoryId: 1 }, T0)),
+          Array.from({ length: 60 }, (_, i) => createPet(i % 2 ? other : store, account.id, { name: `P${i}`, categoryId: 1 }, T0)),
         );
         const ids = results.map((p) => p.id);
         assert.equal(new Set(ids).size, 60, 'unique');
         assert.deepEqual([...ids].sort((x, y) => x - y), Array.from({ length: 60 }, (_, i) => i + 1));
-        const next = await other.createPet(account.id, { name: 'After', categoryId: 1 }, T0);
+        const next = await createPet(other, account.id, { name: 'After', categoryId: 1 }, T0);
         assert.equal(next.id, 61);
       });
 
       it('when a create fails, then no id is ever handed out twice: later ids are above every id returned before', async (t) => {
         const [store, account] = await storeWithAccounts(t, backend, 1);
-        const first = await store.createPet(account.id, { name: 'One', categoryId: 1 }, T0);
+        const first = await createPet(store, account.id, { name: 'One', categoryId: 1 }, T0);
         const bad = { name: 'Bad', categoryId: 1, status: 'lost' } as unknown as NewPet;
         const outcomes = await Promise.allSettled([
-          store.createPet(account.id, { name: 'Two', categoryId: 1 }, T0),
-          store.createPet(account.id, bad, T0),
-          store.createPet(account.id, { name: 'Three', categoryId: 1 }, T0),
+          createPet(store, account.id, { name: 'Two', categoryId: 1 }, T0),
+          createPet(store, account.id, bad, T0),
+          createPet(store, account.id, { name: 'Three', categoryId: 1 }, T0),
         ]);
         assert.equal(outcomes[1]!.status, 'rejected');
         const [two, three] = [outcomes[0], outcomes[2]].map((o) => (o!.status === 'fulfilled' ? o.value : assert.fail(String(o))));
-        const after = await store.createPet(account.id, { name: 'Four', categoryId: 1 }, T0);
+        const after = await createPet(store, account.id, { name: 'Four', categoryId: 1 }, T0);
         const ids = [first.id, two!.id, three!.id, after.id];
         assert.equal(new Set(ids).size, 4);
         assert.ok(after.id > Math.max(first.id, two!.id, three!.id), `ids ${ids.join(', ')}`);
-        assert.deepEqual((await store.listPets({ accountId: account.id, limit: 10 })).map((p) => p.name), ['One', ...[two!, three!].sort((x, y) => x.id - y.id).map((p) => p.name), 'Four']);
+        assert.deepEqual((await store.pets.list({ accountId: account.id, limit: 10 })).map((p) => p.name), ['One', ...[two!, three!].sort((x, y) => x.id - y.id).map((p) => p.name), 'Four']);
       });
 
       it('when a pet has no status, then the status property is absent from every result', async (t) => {
         const [store, account] = await storeWithAccounts(t, backend, 1);
-        const created = await store.createPet(account.id, { name: 'Rex', categoryId: 3 }, T0);
+        const created = await createPet(store, account.id, { name: 'Rex', categoryId: 3 }, T0);
         assert.deepEqual(created, { id: created.id, name: 'Rex', categoryId: 3 });
         assert.equal('status' in created, false);
-        const fetched = await store.getPet(account.id, created.id);
+        const fetched = await store.pets.get(account.id, created.id);
         assert.ok(fetched);
         assert.equal('status' in fetched, false);
-        const [listed] = await store.listPets({ accountId: account.id, limit: 10 });
+        const [listed] = await store.pets.list({ accountId: account.id, limit: 10 });
         assert.ok(listed);
         assert.equal('status' in listed, false);
         assert.deepEqual(fetched, created);
@@ -335,10 +336,10 @@ for (const backend of backends) {
       it('when a pet has a status, then createPet, getPet and listPets return it', async (t) => {
         const [store, account] = await storeWithAccounts(t, backend, 1);
         for (const status of ['available', 'pending', 'sold'] as const) {
-          const created = await store.createPet(account.id, { name: status, categoryId: 2, status }, T0);
+          const created = await createPet(store, account.id, { name: status, categoryId: 2, status }, T0);
           assert.deepEqual(created, { id: created.id, name: status, categoryId: 2, status });
-          assert.deepEqual(await store.getPet(account.id, created.id), created);
-          assert.deepEqual(await store.listPets({ accountId: account.id, limit: 1, afterId: created.id - 1 }), [created]);
+          assert.deepEqual(await store.pets.get(account.id, created.id), created);
+          assert.deepEqual(await store.pets.list({ accountId: account.id, limit: 1, afterId: created.id - 1 }), [created]);
         }
       });
 
@@ -357,39 +358,39 @@ for (const backend of backends) {
           "O'Brien; DROP TABLE pets; --",
         ];
         const created: Pet[] = [];
-        for (const name of names) created.push(await store.createPet(account.id, { name, categoryId: Number.MAX_SAFE_INTEGER }, T0));
+        for (const name of names) created.push(await createPet(store, account.id, { name, categoryId: Number.MAX_SAFE_INTEGER }, T0));
         for (const [i, pet] of created.entries()) {
           assert.equal(pet.name, names[i]);
-          const fetched = await store.getPet(account.id, pet.id);
+          const fetched = await store.pets.get(account.id, pet.id);
           assert.ok(fetched);
           assert.equal(fetched.name, names[i]);
           assert.equal(Buffer.compare(Buffer.from(fetched.name), Buffer.from(names[i]!)), 0);
           assert.equal(fetched.categoryId, Number.MAX_SAFE_INTEGER);
         }
-        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 100 }), created);
+        assert.deepEqual(await store.pets.list({ accountId: account.id, limit: 100 }), created);
       });
 
       it("when an account asks for another account's pet or an unknown id, then getPet returns undefined", async (t) => {
         const [store, owner, stranger] = await storeWithAccounts(t, backend, 2);
-        const pet = await store.createPet(owner.id, { name: 'Mine', categoryId: 1 }, T0);
-        assert.deepEqual(await store.getPet(owner.id, pet.id), pet);
-        assert.equal(await store.getPet(stranger.id, pet.id), undefined);
-        assert.equal(await store.getPet(owner.id, pet.id + 1), undefined);
-        assert.equal(await store.getPet(owner.id, 0), undefined);
-        assert.equal(await store.getPet(owner.id, pet.id + 0.5), undefined);
+        const pet = await createPet(store, owner.id, { name: 'Mine', categoryId: 1 }, T0);
+        assert.deepEqual(await store.pets.get(owner.id, pet.id), pet);
+        assert.equal(await store.pets.get(stranger.id, pet.id), undefined);
+        assert.equal(await store.pets.get(owner.id, pet.id + 1), undefined);
+        assert.equal(await store.pets.get(owner.id, 0), undefined);
+        assert.equal(await store.pets.get(owner.id, pet.id + 0.5), undefined);
       });
 
       it('when pets are listed, then they come in ascending id order, at most limit, for that account only', async (t) => {
         const [store, a, b] = await storeWithAccounts(t, backend, 2);
         const mine: Pet[] = [];
         for (let i = 0; i < 6; i++) {
-          mine.push(await store.createPet(a.id, { name: `A${i}`, categoryId: i + 1 }, T0));
-          await store.createPet(b.id, { name: `B${i}`, categoryId: i + 1 }, T0);
+          mine.push(await createPet(store, a.id, { name: `A${i}`, categoryId: i + 1 }, T0));
+          await createPet(store, b.id, { name: `B${i}`, categoryId: i + 1 }, T0);
         }
-        assert.deepEqual(await store.listPets({ accountId: a.id, limit: 100 }), mine);
-        assert.deepEqual(await store.listPets({ accountId: a.id, limit: 4 }), mine.slice(0, 4));
-        assert.deepEqual(await store.listPets({ accountId: a.id, limit: 0 }), []);
-        assert.deepEqual(await store.listPets({ accountId: 'acct_nobody', limit: 10 }), []);
+        assert.deepEqual(await store.pets.list({ accountId: a.id, limit: 100 }), mine);
+        assert.deepEqual(await store.pets.list({ accountId: a.id, limit: 4 }), mine.slice(0, 4));
+        assert.deepEqual(await store.pets.list({ accountId: a.id, limit: 0 }), []);
+        assert.deepEqual(await store.pets.list({ accountId: 'acct_nobody', limit: 10 }), []);
       });
 
       it('when a status filter is given, then listPets returns only pets with that status, in id order', async (t) => {
@@ -398,30 +399,30 @@ for (const backend of backends) {
         const pets: Pet[] = [];
         for (const [i, status] of statuses.entries()) {
           const pet: NewPet = status ? { name: `P${i}`, categoryId: 1, status } : { name: `P${i}`, categoryId: 1 };
-          pets.push(await store.createPet(account.id, pet, T0));
-          await store.createPet(other.id, { name: `O${i}`, categoryId: 1, status: 'sold' }, T0);
+          pets.push(await createPet(store, account.id, pet, T0));
+          await createPet(store, other.id, { name: `O${i}`, categoryId: 1, status: 'sold' }, T0);
         }
         for (const status of ['available', 'pending', 'sold'] as const) {
           assert.deepEqual(
-            await store.listPets({ accountId: account.id, limit: 100, status }),
+            await store.pets.list({ accountId: account.id, limit: 100, status }),
             pets.filter((p) => p.status === status),
           );
         }
         const sold = pets.filter((p) => p.status === 'sold');
-        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 2, status: 'sold' }), sold.slice(0, 2));
+        assert.deepEqual(await store.pets.list({ accountId: account.id, limit: 2, status: 'sold' }), sold.slice(0, 2));
       });
 
       it('when afterId is given, then listPets returns only pets with a greater id (keyset)', async (t) => {
         const [store, account] = await storeWithAccounts(t, backend, 1);
         const pets: Pet[] = [];
-        for (let i = 0; i < 5; i++) pets.push(await store.createPet(account.id, { name: `P${i}`, categoryId: 1, status: 'available' }, T0));
+        for (let i = 0; i < 5; i++) pets.push(await createPet(store, account.id, { name: `P${i}`, categoryId: 1, status: 'available' }, T0));
         const pivot = pets[1]!.id;
-        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10, afterId: pivot }), pets.slice(2));
-        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 2, afterId: pivot }), pets.slice(2, 4));
-        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10, afterId: pivot, status: 'available' }), pets.slice(2));
-        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10, afterId: pivot + 0.5 }), pets.slice(2));
-        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10, afterId: pets[4]!.id }), []);
-        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10, afterId: Number.MAX_SAFE_INTEGER }), []);
+        assert.deepEqual(await store.pets.list({ accountId: account.id, limit: 10, afterId: pivot }), pets.slice(2));
+        assert.deepEqual(await store.pets.list({ accountId: account.id, limit: 2, afterId: pivot }), pets.slice(2, 4));
+        assert.deepEqual(await store.pets.list({ accountId: account.id, limit: 10, afterId: pivot, status: 'available' }), pets.slice(2));
+        assert.deepEqual(await store.pets.list({ accountId: account.id, limit: 10, afterId: pivot + 0.5 }), pets.slice(2));
+        assert.deepEqual(await store.pets.list({ accountId: account.id, limit: 10, afterId: pets[4]!.id }), []);
+        assert.deepEqual(await store.pets.list({ accountId: account.id, limit: 10, afterId: Number.MAX_SAFE_INTEGER }), []);
       });
 
       it('when 1 000 pets are walked in pages of 7, then each is seen exactly once, in order', async (t) => {
@@ -430,8 +431,8 @@ for (const backend of backends) {
         const pets: Pet[] = [];
         for (let i = 0; i < 1000; i++) {
           const status = statuses[i % statuses.length];
-          pets.push(await store.createPet(account.id, status ? { name: `P${i}`, categoryId: i + 1, status } : { name: `P${i}`, categoryId: i + 1 }, T0));
-          if (i % 100 === 0) await store.createPet(other.id, { name: `O${i}`, categoryId: 1, status: 'sold' }, T0);
+          pets.push(await createPet(store, account.id, status ? { name: `P${i}`, categoryId: i + 1, status } : { name: `P${i}`, categoryId: i + 1 }, T0));
+          if (i % 100 === 0) await createPet(store, other.id, { name: `O${i}`, categoryId: 1, status: 'sold' }, T0);
         }
         const seen = await walk(store, account.id, 7);
         assert.equal(seen.length, 1000);
@@ -443,14 +444,14 @@ for (const backend of backends) {
       it('when a pet has a status outside the enum, then the store rejects it', async (t) => {
         const [store, account] = await storeWithAccounts(t, backend, 1);
         const bad = { name: 'Bad', categoryId: 1, status: 'lost' } as unknown as NewPet;
-        await assert.rejects(store.createPet(account.id, bad, T0), isConstraintError);
-        assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10 }), []);
+        await assert.rejects(createPet(store, account.id, bad, T0), isConstraintError);
+        assert.deepEqual(await store.pets.list({ accountId: account.id, limit: 10 }), []);
       });
 
       it('when a pet names an unknown account, then the store rejects it', async (t) => {
         const store = await migratedStore(t, backend);
-        await assert.rejects(store.createPet('acct_unknown', { name: 'Orphan', categoryId: 1 }, T0), isConstraintError);
-        assert.deepEqual(await store.listPets({ accountId: 'acct_unknown', limit: 10 }), []);
+        await assert.rejects(createPet(store, 'acct_unknown', { name: 'Orphan', categoryId: 1 }, T0), isConstraintError);
+        assert.deepEqual(await store.pets.list({ accountId: 'acct_unknown', limit: 10 }), []);
       });
     });
 
@@ -460,12 +461,12 @@ for (const backend of backends) {
 
       it('when an available pet is ordered, then the order is placed with the account\'s next order id and the pet is pending; an unavailable or unknown pet is refused, changing nothing', async (t) => {
         const [store, a, b] = await storeWithAccounts(t, backend, 2);
-        const pet = await store.createPet(a.id, { name: 'Rex', categoryId: 1, status: 'available' }, T0);
+        const pet = await createPet(store, a.id, { name: 'Rex', categoryId: 1, status: 'available' }, T0);
         const placed = await store.placeOrder(a.id, pet.id, T0);
         assert.deepEqual(placed, { outcome: 'placed', order: { id: 1, petId: pet.id, status: 'placed', createdAt: T0, updatedAt: T0 } });
-        assert.equal((await store.getPet(a.id, pet.id))?.status, 'pending');
+        assert.equal((await store.pets.get(a.id, pet.id))?.status, 'pending');
         assert.deepEqual(await store.placeOrder(a.id, pet.id, T0), { outcome: 'pet_not_available', petStatus: 'pending' });
-        const bare = await store.createPet(a.id, { name: 'Bare', categoryId: 1 }, T0);
+        const bare = await createPet(store, a.id, { name: 'Bare', categoryId: 1 }, T0);
         assert.deepEqual(await store.placeOrder(a.id, bare.id, T0), { outcome: 'pet_not_available', petStatus: undefined });
         assert.deepEqual(await store.placeOrder(a.id, 999, T0), { outcome: 'pet_not_found' });
         assert.deepEqual(await store.placeOrder(b.id, pet.id, T0), { outcome: 'pet_not_found' }, 'another account\'s pet');
@@ -475,13 +476,13 @@ for (const backend of backends) {
 
       it('when an order is moved, then the order and its pet change together; a move from another status or of an unknown order changes nothing', async (t) => {
         const [store, a, b] = await storeWithAccounts(t, backend, 2);
-        const pet = await store.createPet(a.id, { name: 'Rex', categoryId: 1, status: 'available' }, T0);
+        const pet = await createPet(store, a.id, { name: 'Rex', categoryId: 1, status: 'available' }, T0);
         const { order } = (await store.placeOrder(a.id, pet.id, T0)) as { order: Order };
         const T1 = '2024-05-02T00:00:00.000Z';
         assert.deepEqual(await store.moveOrder(a.id, order.id, deliver, T1), { outcome: 'moved', order: { ...order, status: 'delivered', updatedAt: T1 } });
-        assert.equal((await store.getPet(a.id, pet.id))?.status, 'sold');
+        assert.equal((await store.pets.get(a.id, pet.id))?.status, 'sold');
         assert.deepEqual(await store.moveOrder(a.id, order.id, cancel, T1), { outcome: 'not_moved', order: { ...order, status: 'delivered', updatedAt: T1 } });
-        assert.equal((await store.getPet(a.id, pet.id))?.status, 'sold');
+        assert.equal((await store.pets.get(a.id, pet.id))?.status, 'sold');
         assert.deepEqual(await store.moveOrder(a.id, 42, cancel, T1), { outcome: 'not_found' });
         assert.deepEqual(await store.moveOrder(b.id, order.id, cancel, T1), { outcome: 'not_found' }, 'another account\'s order');
         assert.equal(await store.getOrder(b.id, order.id), undefined);
@@ -492,7 +493,7 @@ for (const backend of backends) {
         const [store, a] = await storeWithAccounts(t, backend, 1);
         const orders: Order[] = [];
         for (let i = 0; i < 5; i++) {
-          const pet = await store.createPet(a.id, { name: `P${i}`, categoryId: 1, status: 'available' }, T0);
+          const pet = await createPet(store, a.id, { name: `P${i}`, categoryId: 1, status: 'available' }, T0);
           orders.push(((await store.placeOrder(a.id, pet.id, T0)) as { order: Order }).order);
         }
         const cancelled = ((await store.moveOrder(a.id, orders[1]!.id, cancel, T0)) as { order: Order }).order;
@@ -506,9 +507,9 @@ for (const backend of backends) {
       it('when a setting is absent, then it is created; when present, then the first value is returned', async (t) => {
         const store = await migratedStore(t, backend);
         let calls = 0;
-        assert.equal(await store.getOrCreateSetting('cursor_secret', () => (calls++, 'first')), 'first');
-        assert.equal(await store.getOrCreateSetting('cursor_secret', () => (calls++, 'second')), 'first');
-        assert.equal(await store.getOrCreateSetting('other', () => 'x'), 'x');
+        assert.equal(await store.settings.getOrCreate('cursor_secret', () => (calls++, 'first')), 'first');
+        assert.equal(await store.settings.getOrCreate('cursor_secret', () => (calls++, 'second')), 'first');
+        assert.equal(await store.settings.getOrCreate('other', () => 'x'), 'x');
         assert.ok(calls >= 1);
       });
 
@@ -517,11 +518,11 @@ for (const backend of backends) {
         await store.migrate();
         const { store: other } = await openStore(t, backend, database.url);
         const results = await Promise.all(
-          Array.from({ length: 20 }, (_, i) => (i % 2 ? store : other).getOrCreateSetting('race', () => `value-${i}`)),
+          Array.from({ length: 20 }, (_, i) => (i % 2 ? store : other).settings.getOrCreate('race', () => `value-${i}`)),
         );
         assert.equal(new Set(results).size, 1);
         assert.match(results[0]!, /^value-\d+$/);
-        assert.equal(await store.getOrCreateSetting('race', () => 'late'), results[0]);
+        assert.equal(await store.settings.getOrCreate('race', () => 'late'), results[0]);
       });
     });
 
@@ -532,7 +533,7 @@ for (const backend of backends) {
           await store.migrate();
           const account = await withAccount(store);
           // Fill the pool so idle clients die too (an unhandled idle error would crash this process).
-          await Promise.all(Array.from({ length: POOL_MAX }, () => store.getAccount(account.id)));
+          await Promise.all(Array.from({ length: POOL_MAX }, () => store.accounts.get(account.id)));
           assert.ok((store.poolStats?.().idle ?? 0) >= 1, 'the pool holds idle connections');
           const name = new URL(database.url).pathname.slice(1);
           const { rowCount } = await withPostgresAdmin((admin) =>
@@ -540,13 +541,13 @@ for (const backend of backends) {
           );
           assert.ok((rowCount ?? 0) >= 1, 'no connection was terminated');
 
-          const outcomes = await Promise.allSettled(Array.from({ length: POOL_MAX * 2 }, () => store.getAccount(account.id)));
+          const outcomes = await Promise.allSettled(Array.from({ length: POOL_MAX * 2 }, () => store.accounts.get(account.id)));
           for (const outcome of outcomes) {
             if (outcome.status === 'fulfilled') assert.deepEqual(outcome.value, account);
             else assert.ok(isUnavailable(outcome.reason), `unexpected error: ${String(outcome.reason)}`);
           }
-          assert.deepEqual(await afterDeadClients(() => store.getAccount(account.id)), account);
-          const again = await Promise.all(Array.from({ length: POOL_MAX * 2 }, () => store.getAccount(account.id)));
+          assert.deepEqual(await afterDeadClients(() => store.accounts.get(account.id)), account);
+          const again = await Promise.all(Array.from({ length: POOL_MAX * 2 }, () => store.accounts.get(account.id)));
           assert.ok(again.every((a) => a?.id === account.id));
         });
 
@@ -557,9 +558,9 @@ for (const backend of backends) {
           await assert.rejects(store.ping(), isUnavailable);
           await assert.rejects(store.migrate(), isUnavailable);
           await assert.rejects(store.pendingMigrations(), isUnavailable);
-          await assert.rejects(store.getAccount('acct_x'), isUnavailable);
-          await assert.rejects(store.createPet('acct_x', { name: 'Rex', categoryId: 1 }, T0), isUnavailable);
-          await assert.rejects(store.getOrCreateSetting('k', () => 'v'), isUnavailable);
+          await assert.rejects(store.accounts.get('acct_x'), isUnavailable);
+          await assert.rejects(createPet(store, 'acct_x', { name: 'Rex', categoryId: 1 }, T0), isUnavailable);
+          await assert.rejects(store.settings.getOrCreate('k', () => 'v'), isUnavailable);
           assert.ok(Date.now() - started < 3000, `took ${Date.now() - started} ms`);
         });
 
@@ -588,18 +589,18 @@ for (const backend of backends) {
           const store = await storeThroughPort(t, backend, database.url, port);
           await store.migrate();
           const account = await withAccount(store);
-          await Promise.all(Array.from({ length: POOL_MAX }, () => store.getAccount(account.id)));
+          await Promise.all(Array.from({ length: POOL_MAX }, () => store.accounts.get(account.id)));
 
           await proxy.stop(); // resets every open connection, then refuses new ones
-          await assert.rejects(store.getAccount(account.id), isUnavailable);
+          await assert.rejects(store.accounts.get(account.id), isUnavailable);
           await assert.rejects(store.ping(), isUnavailable);
-          await assert.rejects(store.createPet(account.id, { name: 'Rex', categoryId: 1 }, T0), isUnavailable);
+          await assert.rejects(createPet(store, account.id, { name: 'Rex', categoryId: 1 }, T0), isUnavailable);
 
           await proxy.start(port);
           await afterDeadClients(() => store.ping());
-          assert.deepEqual(await store.getAccount(account.id), account);
-          const pet = await store.createPet(account.id, { name: 'Rex', categoryId: 1 }, T0);
-          assert.deepEqual(await store.listPets({ accountId: account.id, limit: 10 }), [pet]);
+          assert.deepEqual(await store.accounts.get(account.id), account);
+          const pet = await createPet(store, account.id, { name: 'Rex', categoryId: 1 }, T0);
+          assert.deepEqual(await store.pets.list({ accountId: account.id, limit: 10 }), [pet]);
         });
       });
     }

@@ -26,7 +26,7 @@ import { v1Routes } from './routes/v1.js';
 import { exampleApi } from './example/index.js';
 import { createMessageWorker, type Deliver } from '../services/message-worker.js';
 import { createWebhookWorker, type Send } from '../services/webhook-worker.js';
-import { eventSchemas } from '../schemas/events.js';
+import { eventSchemas, type EventType } from '../schemas/events.js';
 import { observeEvents } from '../store/instrumented.js';
 import { checkWebhookUrl, parseAllowedNetworks } from '../webhooks/address-policy.js';
 import { createWebhookSender, type WebhookResolver } from '../webhooks/sender.js';
@@ -163,12 +163,11 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
   let wakeWorker = () => {};
   let wakeWebhooks = () => {};
   // Every change that wrote events is counted, and wakes the webhook worker (a delivery may be due).
-  const observedStore = config.events
-    ? observeEvents(timedStore, (types) => {
-        for (const type of types) metrics.eventsWritten.labels({ type }).inc();
-        wakeWebhooks();
-      })
-    : timedStore;
+  const eventsWritten = (types: readonly EventType[]) => {
+    for (const type of types) metrics.eventsWritten.labels({ type }).inc();
+    wakeWebhooks();
+  };
+  const observedStore = config.events ? observeEvents(timedStore, eventsWritten) : timedStore;
   const allowedNetworks = parseAllowedNetworks(config.webhookAllowedNetworks);
   const urlPolicy = { allowHttp: config.webhookAllowHttp, allowed: allowedNetworks };
   const services = await createServices({
@@ -182,6 +181,7 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
     },
     webhookSecretOverlapSeconds: config.webhookSecretOverlapSeconds,
     onDeliveryDue: () => wakeWebhooks(),
+    ...(config.events ? { onEventsWritten: eventsWritten } : {}),
   });
   app.decorate('services', services);
   if (config.messageWorker) {

@@ -7,7 +7,8 @@ import { crc32 } from 'node:zlib';
 import type { Clock } from '../clock.js';
 import type { Environment } from '../config.js';
 import { NotFoundError, UnauthorizedError } from '../errors.js';
-import type { ApiKeyRecord, ApiKeyWatch, Store } from '../store/types.js';
+import type { AccountRepository } from '../store/accounts.js';
+import type { ApiKeyRecord, ApiKeyRepository, ApiKeyWatch } from '../store/api-keys.js';
 import { newKeyId, randomBase62, toBase62 } from './ids.js';
 
 const PREFIX: Record<Environment, string> = { production: 'psk_live_', staging: 'psk_test_' };
@@ -57,12 +58,22 @@ const info = ({ keyHash: _hash, ...rest }: ApiKeyRecord): ApiKeyInfo => rest;
 export const KEY_CACHE_TTL_MS = 900;
 const KEY_CACHE_MAX_ENTRIES = 10_000;
 
-export function createApiKeyService(deps: { store: Store; clock: Clock; environment: Environment; keyCacheTtlMs?: number }) {
-  const { store, clock, environment, keyCacheTtlMs = KEY_CACHE_TTL_MS } = deps;
+export interface ApiKeyServiceDeps {
+  apiKeys: ApiKeyRepository;
+  accounts: Pick<AccountRepository, 'get'>;
+  /** How this process learns that another one committed (SQLite), when the store can tell. */
+  externalChangeCounter?: (() => number) | undefined;
+  clock: Clock;
+  environment: Environment;
+  keyCacheTtlMs?: number;
+}
+
+export function createApiKeyService(deps: ApiKeyServiceDeps) {
+  const { apiKeys, accounts, externalChangeCounter, clock, environment, keyCacheTtlMs = KEY_CACHE_TTL_MS } = deps;
   const other: Environment = environment === 'production' ? 'staging' : 'production';
   // Keyed by the token itself: it never leaves process memory, and hashing is what we skip.
   const cache = new Map<string, { auth: AuthContext; expiresAt: number }>();
-  let seenChanges = store.externalChangeCounter?.();
+  let seenChanges = externalChangeCounter?.();
   // Bumped by every change heard: a lookup that started before one must not be remembered
   // (it may have read the key just before it was revoked).
   let generation = 0;
@@ -75,15 +86,15 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
   /** Whether remembered keys can be trusted now; starts listening on first use (the CLI never does). */
   const trusted = (): boolean => {
     if (seenChanges !== undefined) return true;
-    if (!store.watchApiKeys) return false;
-    watch ??= store.watchApiKeys(forget);
+    if (!apiKeys.watch) return false;
+    watch ??= apiKeys.watch(forget);
     return watch.live();
   };
 
   function cached(token: string): AuthContext | undefined {
     if (cache.size === 0) return undefined;
     if (seenChanges !== undefined) {
-      const changes = store.externalChangeCounter!();
+      const changes = externalChangeCounter!();
       if (changes !== seenChanges) {
         seenChanges = changes;
         cache.clear();
@@ -126,7 +137,7 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
     trusted();
     const askedAt = Date.now();
     const askedIn = generation;
-    const record = await store.findApiKeyByHash(hash);
+    const record = await apiKeys.findByHash(hash);
     // The lookup is by hash; the constant-time compare guards against any store that matched loosely.
     if (!record || !timingSafeEqual(Buffer.from(record.keyHash), Buffer.from(hash))) {
       throw new UnauthorizedError('The API key is not recognised. Create a key with `petstore keys create`.', true);
@@ -142,9 +153,9 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
   return {
     /** Creates a key; the returned `key` is the only time the secret exists outside the client. */
     async create(accountId: string, keyEnvironment: Environment = environment): Promise<ApiKeyInfo & { key: string }> {
-      if (!(await store.getAccount(accountId))) throw new NotFoundError(`No account with id "${accountId}".`);
+      if (!(await accounts.get(accountId))) throw new NotFoundError(`No account with id "${accountId}".`);
       const key = generateKey(keyEnvironment);
-      const record = await store.createApiKey({
+      const record = await apiKeys.create({
         id: newKeyId(),
         accountId,
         environment: keyEnvironment,
@@ -157,12 +168,12 @@ export function createApiKeyService(deps: { store: Store; clock: Clock; environm
     },
 
     async list(accountId: string): Promise<ApiKeyInfo[]> {
-      if (!(await store.getAccount(accountId))) throw new NotFoundError(`No account with id "${accountId}".`);
-      return (await store.listApiKeys(accountId)).map(info);
+      if (!(await accounts.get(accountId))) throw new NotFoundError(`No account with id "${accountId}".`);
+      return (await apiKeys.list(accountId)).map(info);
     },
 
     async revoke(keyId: string): Promise<ApiKeyInfo> {
-      const record = await store.revokeApiKey(keyId, new Date(clock.now()).toISOString());
+      const record = await apiKeys.revoke(keyId, new Date(clock.now()).toISOString());
       if (!record) throw new NotFoundError(`No API key with id "${keyId}".`);
       forget(keyId);
       return info(record);

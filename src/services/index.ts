@@ -12,7 +12,7 @@ import { MESSAGE_STATUSES } from '../schemas/messages.js';
 import { createPetService } from './pets.js';
 import { createEventService, EVENT_FILTERS } from './events.js';
 import { createWebhookService, type UrlCheck } from './webhooks.js';
-import { DELIVERY_STATUSES } from '../schemas/events.js';
+import { DELIVERY_STATUSES, type EventType } from '../schemas/events.js';
 import { ORDER_STATUSES, PET_STATUSES } from '../schemas/index.js';
 
 export async function createServices(deps: {
@@ -26,14 +26,17 @@ export async function createServices(deps: {
   webhookSecretOverlapSeconds?: number;
   /** Called when a webhook delivery is due now (the app wakes its worker). */
   onDeliveryDue?: () => void;
+  /** Called after a change that recorded events committed (the events metric; wakes the webhook worker). */
+  onEventsWritten?: (types: readonly EventType[]) => void;
 }) {
   const { store, clock, environment } = deps;
   // Stored in the database so every instance (and restart) signs cursors alike.
-  const cursorSecret = await store.getOrCreateSetting('cursor_secret', () => randomBytes(32).toString('base64url'));
+  const cursorSecret = await store.settings.getOrCreate('cursor_secret', () => randomBytes(32).toString('base64url'));
+  const { db, accounts, apiKeys, pets, idempotency } = store;
   return {
-    accounts: createAccountService({ store, clock }),
-    apiKeys: createApiKeyService({ store, clock, environment }),
-    pets: createPetService({ store, clock, cursors: createCursorCodec(cursorSecret, PET_STATUSES) }),
+    accounts: createAccountService({ accounts, clock }),
+    apiKeys: createApiKeyService({ apiKeys, accounts, externalChangeCounter: store.externalChangeCounter, clock, environment }),
+    pets: createPetService({ db, pets, idempotency, events: store.events, clock, cursors: createCursorCodec(cursorSecret, PET_STATUSES), published: deps.onEventsWritten }),
     orders: createOrderService({ store, clock, cursors: createCursorCodec(cursorSecret, ORDER_STATUSES, 'orders') }),
     events: createEventService({ store, cursors: createCursorCodec(cursorSecret, EVENT_FILTERS, 'events') }),
     webhooks: createWebhookService({

@@ -37,7 +37,7 @@ export function createMessageService(deps: { store: Store; clock: Clock; cursors
 
     /** As send, at most once per (account, key); see runIdempotent. */
     async sendIdempotent(accountId: string, text: string, key: string): Promise<{ message: StoredMessage; replayed: boolean }> {
-      const { value, replayed } = await runIdempotent(deps, accountId, key, requestHash(text), {
+      const { value, replayed } = await runIdempotent({ db: store.db, idempotency: store.idempotency, clock }, accountId, key, requestHash(text), {
         replay: async (seq) => {
           const first = await store.getMessageBySeq(accountId, seq);
           if (!first) throw new Error(`idempotency key completed with missing message ${seq}`);

@@ -60,7 +60,7 @@ export function createOrderService(deps: { store: Store; clock: Clock; cursors: 
 
     /** As place, at most once per (account, key); see runIdempotent. */
     async placeIdempotent(accountId: string, petId: number, key: string): Promise<{ order: Order; replayed: boolean }> {
-      const { value, replayed } = await runIdempotent(deps, accountId, key, placeOrderRequestHash(petId), {
+      const { value, replayed } = await runIdempotent({ db: store.db, idempotency: store.idempotency, clock }, accountId, key, placeOrderRequestHash(petId), {
         replay: async (orderId) => {
           const first = await store.getOrder(accountId, orderId);
           if (!first) throw new Error(`idempotency key completed with missing order ${orderId}`);

@@ -4,9 +4,14 @@ import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { NotFoundError } from '../errors.js';
 import type { NewPet, Pet, PetStatus } from '../schemas/index.js';
-import type { ListPetsQuery, Store } from '../store/types.js';
+import type { EventType } from '../schemas/events.js';
+import type { SqlDatabase } from '../store/core/sql.js';
+import type { EventRepository } from '../store/events.js';
+import type { IdempotencyRepository } from '../store/idempotency.js';
+import type { ListPetsQuery, PetCreate, PetRepository } from '../store/pets.js';
 import { type CursorCodec, pageBounds, pageOf, type PageRequest } from './cursor.js';
-import { IDEMPOTENCY_TTL_MS, runIdempotent } from './idempotency.js';
+import { petCreatedEvent } from './domain-events.js';
+import { completeKey, IDEMPOTENCY_TTL_MS, runIdempotent } from './idempotency.js';
 
 export type PageQuery = PageRequest<PetStatus>;
 
@@ -22,8 +27,35 @@ export function requestHash(pet: NewPet): string {
   return createHash('sha256').update(canonical).digest('hex');
 }
 
-export function createPetService(deps: { store: Store; clock: Clock; cursors: CursorCodec<PetStatus> }) {
-  const { store, clock, cursors } = deps;
+export interface PetServiceDeps {
+  db: Pick<SqlDatabase, 'transaction'>;
+  pets: PetRepository;
+  idempotency: IdempotencyRepository;
+  events: Pick<EventRepository, 'append'>;
+  clock: Clock;
+  cursors: CursorCodec<PetStatus>;
+  /** Told after a change with events committed (the events metric; wakes the webhook worker). */
+  published?: ((types: readonly EventType[]) => void) | undefined;
+}
+
+const PET_CREATED: readonly EventType[] = ['pet.created'];
+
+/**
+ * The pet, its idempotency key's completion and its pet.created event, in one transaction.
+ * StoreConflictError (and nothing written) when another request completed the key meanwhile.
+ */
+export function createPetWithKey(deps: Pick<PetServiceDeps, 'db' | 'pets' | 'idempotency' | 'events'>, item: PetCreate, key: string): Promise<Pet> {
+  const { db, pets, idempotency, events } = deps;
+  return db.transaction(async (tx) => {
+    const created = await pets.insert(tx, item);
+    await completeKey(idempotency, tx, item.accountId, key, { petId: created.id });
+    await events.append(tx, item.accountId, [petCreatedEvent(created)], item.createdAt);
+    return created;
+  });
+}
+
+export function createPetService(deps: PetServiceDeps) {
+  const { db, pets, idempotency, events, clock, cursors, published } = deps;
   // A store that caches returns the same frozen rows for the same query: derive the page
   // (and its signed cursor) once per such result, not once per request.
   const pagesOf = new WeakMap<readonly Pet[], PetPage>();
@@ -47,8 +79,11 @@ export function createPetService(deps: { store: Store; clock: Clock; cursors: Cu
   }
 
   return {
-    create(accountId: string, pet: NewPet): Promise<Pet> {
-      return store.createPet(accountId, pet, new Date(clock.now()).toISOString());
+    /** The pet and its pet.created event, in a group commit with the other creates of this moment. */
+    async create(accountId: string, pet: NewPet): Promise<Pet> {
+      const created = await pets.create({ accountId, pet, createdAt: new Date(clock.now()).toISOString() });
+      published?.(PET_CREATED);
+      return created;
     },
 
     /**
@@ -58,39 +93,40 @@ export function createPetService(deps: { store: Store; clock: Clock; cursors: Cu
     async createIdempotent(accountId: string, pet: NewPet, key: string): Promise<{ pet: Pet; replayed: boolean }> {
       const { value, replayed } = await runIdempotent(deps, accountId, key, requestHash(pet), {
         replay: async (petId) => {
-          const first = await store.getPet(accountId, petId);
+          const first = await pets.get(accountId, petId);
           if (!first) throw new Error(`idempotency key completed with missing pet ${petId}`);
           return first;
         },
-        create: (now) => store.createPetWithIdempotencyKey(accountId, pet, new Date(now).toISOString(), key),
+        create: (now) => createPetWithKey(deps, { accountId, pet, createdAt: new Date(now).toISOString() }, key),
       });
+      if (!replayed) published?.(PET_CREATED);
       return { pet: value, replayed };
     },
 
     /** Forgets idempotency keys past their retention. */
     purgeExpiredIdempotencyKeys(): Promise<number> {
-      return store.purgeIdempotencyKeys(clock.now() - IDEMPOTENCY_TTL_MS);
+      return idempotency.purge(clock.now() - IDEMPOTENCY_TTL_MS);
     },
 
-    /** The pet when the store can answer from memory right now (see Store.cachedPet), else undefined. */
+    /** The pet when the store can answer from memory right now (see PetMemory), else undefined. */
     getCached(accountId: string, id: number): Pet | undefined {
-      return store.cachedPet?.(accountId, id);
+      return pets.memory?.pet(accountId, id);
     },
 
     async get(accountId: string, id: number): Promise<Pet> {
-      const pet = await store.getPet(accountId, id);
+      const pet = await pets.get(accountId, id);
       if (!pet) throw new NotFoundError(`No pet with id ${id}. List your pets with GET /v1/pets.`);
       return pet;
     },
 
     async list(accountId: string, query: PageQuery): Promise<PetPage> {
-      return pageFrom(accountId, query, await store.listPets(rowsQuery(accountId, query)));
+      return pageFrom(accountId, query, await pets.list(rowsQuery(accountId, query)));
     },
 
-    /** The page when the store can answer from memory right now (see Store.cachedPage), else undefined. */
+    /** The page when the store can answer from memory right now (see PetMemory), else undefined. */
     listCached(accountId: string, query: PageQuery): PetPage | undefined {
-      if (!store.cachedPage) return undefined;
-      const rows = store.cachedPage(rowsQuery(accountId, query));
+      if (!pets.memory) return undefined;
+      const rows = pets.memory.page(rowsQuery(accountId, query));
       return rows && pageFrom(accountId, query, rows);
     },
   };

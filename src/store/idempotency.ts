@@ -2,6 +2,7 @@
 // refuse, take over) are made once, in src/services/idempotency.ts; a repository only reads
 // and writes rows, inside the transaction the service opens.
 import type { Sql } from './core/sql.js';
+import type { Dialect } from './core/dialect.js';
 
 /** A key's row as the claim decision reads it (times in epoch ms). */
 export interface IdempotencyRecord {
@@ -42,4 +43,49 @@ export interface IdempotencyRepository {
   release(accountId: string, key: string): Promise<void>;
   /** Deletes keys created before `before` (epoch ms); how many. */
   purge(before: number): Promise<number>;
+}
+
+interface KeyRow {
+  request_hash: string;
+  resource_id: number | null;
+  created_at: number;
+  locked_at: number;
+}
+
+export function createIdempotencyRepository(db: Sql, dialect: Dialect): IdempotencyRepository {
+  return {
+    async insertClaim(tx, accountId, key, requestHash, now) {
+      const into = 'idempotency_keys (account_id, key, request_hash, created_at, locked_at) VALUES (?, ?, ?, ?, ?)';
+      return (await tx.run(dialect.insertIgnore(into, 'account_id, key'), [accountId, key, requestHash, now, now])) === 1;
+    },
+    async lock(tx, accountId, key) {
+      const row = await tx.get<KeyRow>(
+        `SELECT request_hash, ${KEY_RESULT} AS resource_id, created_at, locked_at FROM idempotency_keys WHERE account_id = ? AND key = ?${dialect.forUpdate}`,
+        [accountId, key],
+      );
+      return row && { requestHash: row.request_hash, resourceId: row.resource_id, createdAt: row.created_at, lockedAt: row.locked_at };
+    },
+    async reclaim(tx, accountId, key, requestHash, now) {
+      await tx.run(
+        'UPDATE idempotency_keys SET request_hash = ?, pet_id = NULL, order_id = NULL, message_seq = NULL, created_at = ?, locked_at = ? WHERE account_id = ? AND key = ?',
+        [requestHash, now, now, accountId, key],
+      );
+    },
+    async takeOver(tx, accountId, key, now) {
+      await tx.run('UPDATE idempotency_keys SET locked_at = ? WHERE account_id = ? AND key = ?', [now, accountId, key]);
+    },
+    async complete(tx, accountId, key, result) {
+      const sql = `UPDATE idempotency_keys SET ${resultColumn(result)} = ? WHERE account_id = ? AND key = ? AND ${KEY_IN_FLIGHT}`;
+      return (await tx.run(sql, [resultValue(result), accountId, key])) === 1;
+    },
+    async renew(accountId, key, now) {
+      await db.run(`UPDATE idempotency_keys SET locked_at = ? WHERE account_id = ? AND key = ? AND locked_at < ? AND ${KEY_IN_FLIGHT}`, [now, accountId, key, now]);
+    },
+    async release(accountId, key) {
+      await db.run(`DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND ${KEY_IN_FLIGHT}`, [accountId, key]);
+    },
+    async purge(before) {
+      return db.run('DELETE FROM idempotency_keys WHERE created_at < ?', [before]);
+    },
+  };
 }

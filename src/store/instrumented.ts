@@ -1,27 +1,12 @@
 // Times every store call for the store latency histogram. Methods are looked up at call
 // time, so the wrapper always delegates to the store's current behaviour.
 import type { EventType } from '../schemas/events.js';
-import type { ListPetsQuery, Store } from './types.js';
+import type { Store } from './types.js';
 
 /** Returns the recorder for one operation (bound once, so the hot path does no label lookup). */
 type Observer = (operation: string) => (seconds: number) => void;
 
 const TIMED = [
-  'getOrCreateSetting',
-  'createAccount',
-  'getAccount',
-  'createApiKey',
-  'findApiKeyByHash',
-  'listApiKeys',
-  'revokeApiKey',
-  'createPet',
-  'getPet',
-  'listPets',
-  'claimIdempotencyKey',
-  'createPetWithIdempotencyKey',
-  'renewIdempotencyKey',
-  'releaseIdempotencyKey',
-  'purgeIdempotencyKeys',
   'placeOrder',
   'getOrder',
   'listOrders',
@@ -50,40 +35,71 @@ const TIMED = [
   'claimWebhookDeliveries',
   'recordWebhookAttempts',
   'webhookStats',
-  'ping',
 ] as const satisfies ReadonlyArray<keyof Store>;
 
-export function instrumentStore(store: Store, observer: Observer): Store {
-  const timed = {} as Record<(typeof TIMED)[number], unknown>;
-  for (const name of TIMED) {
-    const observe = observer(name);
-    timed[name] = (...args: unknown[]) => {
-      const start = performance.now();
-      const done = () => observe((performance.now() - start) / 1000);
-      let result: Promise<unknown>;
-      try {
-        result = (store[name] as (...a: unknown[]) => Promise<unknown>)(...args);
-      } catch (error) {
-        done();
-        return Promise.reject(error);
-      }
-      // One promise hop instead of an async wrapper's two; rejections pass through untouched.
-      result.then(done, done);
-      return result;
-    };
+/** The operation label of each repository method (the store's former method names, which dashboards know). */
+const LABELS = {
+  settings: { getOrCreate: 'getOrCreateSetting' },
+  accounts: { create: 'createAccount', get: 'getAccount' },
+  apiKeys: { create: 'createApiKey', findByHash: 'findApiKeyByHash', list: 'listApiKeys', revoke: 'revokeApiKey' },
+  pets: { create: 'createPet', insert: 'insertPet', get: 'getPet', list: 'listPets', lockStatus: 'lockPetStatus', setStatus: 'setPetStatus' },
+  idempotency: {
+    insertClaim: 'insertIdempotencyClaim',
+    lock: 'lockIdempotencyKey',
+    reclaim: 'reclaimIdempotencyKey',
+    takeOver: 'takeOverIdempotencyKey',
+    complete: 'completeIdempotencyKey',
+    renew: 'renewIdempotencyKey',
+    release: 'releaseIdempotencyKey',
+    purge: 'purgeIdempotencyKeys',
+  },
+  events: { append: 'appendEvents' },
+} as const;
+
+type Method = (...args: never[]) => Promise<unknown>;
+
+/** Times one call; one promise hop instead of an async wrapper's two, rejections untouched. */
+function timeCall(method: Method, observe: (seconds: number) => void): Method {
+  return (...args) => {
+    const start = performance.now();
+    const done = () => observe((performance.now() - start) / 1000);
+    let result: Promise<unknown>;
+    try {
+      result = method(...args);
+    } catch (error) {
+      done();
+      return Promise.reject(error);
+    }
+    result.then(done, done);
+    return result;
+  };
+}
+
+/** The repository with the labelled methods timed; everything else (a read cache's memory) as it is. */
+function timeRepository<T extends object>(repository: T, labels: Partial<Record<keyof T, string>>, observer: Observer): T {
+  const timed: Record<string, unknown> = { ...(repository as Record<string, unknown>) };
+  for (const [name, label] of Object.entries(labels) as Array<[string, string]>) {
+    // Looked up at call time, so the wrapper always delegates to the repository's current method.
+    const method: Method = (...args) => (repository as Record<string, Method>)[name]!(...args);
+    timed[name] = timeCall(method, observer(label));
   }
+  return timed as T;
+}
+
+export function instrumentStore(store: Store, observer: Observer): Store {
+  const flat = {} as Record<(typeof TIMED)[number], unknown>;
+  for (const name of TIMED) flat[name] = timeCall((...args) => (store[name] as Method)(...args), observer(name));
   return {
-    kind: store.kind,
-    migrate: () => store.migrate(),
-    pendingMigrations: () => store.pendingMigrations(),
-    close: () => store.close(),
+    ...store,
+    settings: timeRepository(store.settings, LABELS.settings, observer),
+    accounts: timeRepository(store.accounts, LABELS.accounts, observer),
+    apiKeys: timeRepository(store.apiKeys, LABELS.apiKeys, observer),
+    pets: timeRepository(store.pets, LABELS.pets, observer),
+    idempotency: timeRepository(store.idempotency, LABELS.idempotency, observer),
+    events: timeRepository(store.events, LABELS.events, observer),
+    ping: timeCall(() => store.ping(), observer('ping')) as Store['ping'],
     poolStats: () => store.poolStats?.() ?? { total: 0, idle: 0, waiting: 0 },
-    ...(store.externalChangeCounter ? { externalChangeCounter: () => store.externalChangeCounter!() } : {}),
-    ...(store.watchApiKeys ? { watchApiKeys: (onChange: (keyId: string | undefined) => void) => store.watchApiKeys!(onChange) } : {}),
-    // Not timed: a Map lookup, not a query (the store histogram times calls that may query).
-    ...(store.cachedPet ? { cachedPet: (accountId: string, id: number) => store.cachedPet!(accountId, id) } : {}),
-    ...(store.cachedPage ? { cachedPage: (query: ListPetsQuery) => store.cachedPage!(query) } : {}),
-    ...(timed as Pick<Store, (typeof TIMED)[number]>),
+    ...(flat as Pick<Store, (typeof TIMED)[number]>),
   };
 }
 
@@ -95,16 +111,6 @@ export function instrumentStore(store: Store, observer: Observer): Store {
 export function observeEvents(store: Store, written: (types: readonly EventType[]) => void): Store {
   return {
     ...store,
-    createPet: (...args) =>
-      store.createPet(...args).then((pet) => {
-        written(PET_CREATED);
-        return pet;
-      }),
-    createPetWithIdempotencyKey: (...args) =>
-      store.createPetWithIdempotencyKey(...args).then((pet) => {
-        if (pet) written(PET_CREATED);
-        return pet;
-      }),
     placeOrder: (...args) =>
       store.placeOrder(...args).then((result) => {
         if (result.outcome === 'placed') written(['order.placed', 'pet.status_changed']);
@@ -118,4 +124,3 @@ export function observeEvents(store: Store, written: (types: readonly EventType[
   };
 }
 
-const PET_CREATED: readonly EventType[] = ['pet.created'];

@@ -1,68 +1,25 @@
 // The persistence contract. Services depend on this interface only; each backend
 // (sqlite/, postgres/) implements it and must pass the same contract test suite.
-import type { Environment } from '../config.js';
-import type { NewPet, Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
+import type { Order, OrderStatus, PetStatus } from '../schemas/index.js';
+import type { SqlDatabase } from './core/sql.js';
+import type { AccountRepository } from './accounts.js';
+import type { ApiKeyRepository } from './api-keys.js';
+import type { IdempotencyRepository } from './idempotency.js';
+import type { PetRepository } from './pets.js';
+import type { SettingsRepository } from './settings.js';
+import type { EventRepository as EventLog, StoredEvent, ListEventsStoreQuery } from './events.js';
 import type { Message, MessageStatus } from '../schemas/messages.js';
 import type { DeliveryStatus, EventType } from '../schemas/events.js';
 
-export interface Account {
-  id: string;
-  name: string;
-  createdAt: string;
-}
-
-export interface ApiKeyRecord {
-  id: string;
-  accountId: string;
-  environment: Environment;
-  /** SHA-256 of the full secret, hex. The secret itself is never stored. */
-  keyHash: string;
-  /** Non-secret tail shown in listings so operators can tell keys apart. */
-  hint: string;
-  createdAt: string;
-  revokedAt: string | null;
-}
-
-/** A subscription to API key changes (Store.watchApiKeys). */
-export interface ApiKeyWatch {
-  /** True while every change is being heard. */
-  live(): boolean;
-  close(): Promise<void>;
-}
-
-export interface ListPetsQuery {
-  accountId: string;
-  limit: number;
-  status?: PetStatus | undefined;
-  /** Keyset position: only pets with id greater than this. */
-  afterId?: number | undefined;
-}
+export type { Account } from './accounts.js';
+export type { ApiKeyRecord, ApiKeyWatch } from './api-keys.js';
+export type { ListPetsQuery } from './pets.js';
+export type { StoredEvent, ListEventsStoreQuery } from './events.js';
 
 export interface PoolStats {
   total: number;
   idle: number;
   waiting: number;
-}
-
-/** What a request with an Idempotency-Key finds when it claims the key. */
-export type IdempotencyClaim =
-  /** The caller owns the key now and must create the pet (or release the key on failure). */
-  | { outcome: 'claimed' }
-  /** A request with this key completed: replay what it created (a pet or an order; the request hash tells which). */
-  | { outcome: 'completed'; requestHash: string; resourceId: number }
-  /** A request with this key is still running. */
-  | { outcome: 'in_flight'; requestHash: string };
-
-export interface IdempotencyClaimInput {
-  accountId: string;
-  key: string;
-  requestHash: string;
-  /** Epoch ms. */
-  now: number;
-  /** Keys older than this many ms are forgotten and may be reused. */
-  ttlMs: number;
-  /** An in-flight claim older than this many ms is presumed dead (its process crashed) and may be taken over. */
-  leaseMs: number;
 }
 
 export interface ListOrdersQuery {
@@ -168,23 +125,6 @@ export interface MessageRepository {
   /** The message failed (with the reason) and its job is done, together, if it was still queued. */
   failMessage(job: Job, reason: string): Promise<boolean>;
   messageQueueStats(): Promise<MessageQueueStats>;
-}
-
-/** An event as stored: `data` is its JSON text, exactly what the API shows and deliveries sign. */
-export interface StoredEvent {
-  seq: number;
-  id: string;
-  type: EventType;
-  createdAt: string;
-  data: string;
-}
-
-export interface ListEventsStoreQuery {
-  accountId: string;
-  limit: number;
-  /** Bit i set: EVENT_TYPES[i] wanted; undefined: every kind. */
-  typeMask?: number | undefined;
-  afterSeq?: number | undefined;
 }
 
 /** The account's event log (src/store/<backend>/events.ts); events are written by the changes themselves. */
@@ -313,6 +253,14 @@ export interface WebhookRepository {
 
 export interface Store extends OrderRepository, MessageRepository, EventRepository, WebhookRepository {
   readonly kind: 'sqlite' | 'postgres';
+  /** Transactions that span repositories are opened here (by services). */
+  readonly db: SqlDatabase;
+  readonly settings: SettingsRepository;
+  readonly accounts: AccountRepository;
+  readonly apiKeys: ApiKeyRepository;
+  readonly pets: PetRepository;
+  readonly idempotency: IdempotencyRepository;
+  readonly events: Pick<EventLog, 'append'>;
   /** Connection pool usage, for backends that pool connections. */
   poolStats?(): PoolStats;
   /**
@@ -320,20 +268,6 @@ export interface Store extends OrderRepository, MessageRepository, EventReposito
    * data_version), so in-process caches can tell they may be stale. Cheap: no disk access.
    */
   externalChangeCounter?(): number;
-  /**
-   * Subscribes to changes of API keys committed by any process (PostgreSQL: LISTEN/NOTIFY).
-   * `onChange(keyId)` after a key changed; `onChange(undefined)` when changes may have been
-   * missed (the listening connection was lost, or has just been re-established): forget all.
-   * Remembered keys are only trustworthy while `live()`.
-   */
-  watchApiKeys?(onChange: (keyId: string | undefined) => void): ApiKeyWatch;
-  /**
-   * The pet if the store's in-memory read cache holds it (checked against other processes'
-   * commits, so exact), else undefined: a synchronous answer for the HTTP fast path.
-   */
-  cachedPet?(accountId: string, id: number): Pet | undefined;
-  /** The same for a page of listPets. */
-  cachedPage?(query: ListPetsQuery): readonly Pet[] | undefined;
   /** Applies pending migrations; safe to call from several processes at once. */
   migrate(): Promise<number[]>;
   /** Pending migration versions, without applying them. */
@@ -341,38 +275,4 @@ export interface Store extends OrderRepository, MessageRepository, EventReposito
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
-
-  /** Returns the stored value, or stores and returns `create()` when absent (first writer wins). */
-  getOrCreateSetting(key: string, create: () => string): Promise<string>;
-
-  createAccount(account: Account): Promise<Account>;
-  getAccount(id: string): Promise<Account | undefined>;
-
-  createApiKey(key: ApiKeyRecord): Promise<ApiKeyRecord>;
-  findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
-  listApiKeys(accountId: string): Promise<ApiKeyRecord[]>;
-  /** Marks the key revoked (idempotent); undefined when no such key. */
-  revokeApiKey(id: string, revokedAt: string): Promise<ApiKeyRecord | undefined>;
-
-  createPet(accountId: string, pet: NewPet, createdAt: string): Promise<Pet>;
-  getPet(accountId: string, id: number): Promise<Pet | undefined>;
-  /** Pets of one account in ascending id order, at most `limit`. */
-  listPets(query: ListPetsQuery): Promise<readonly Pet[]>;
-
-  /** Atomically claims an idempotency key of an account, or reports who holds it. */
-  claimIdempotencyKey(claim: IdempotencyClaimInput): Promise<IdempotencyClaim>;
-  /**
-   * Creates the pet and marks the claimed key completed with it, in one transaction.
-   * Returns undefined (and creates nothing) when the key was completed by another request meanwhile.
-   */
-  createPetWithIdempotencyKey(accountId: string, pet: NewPet, createdAt: string, key: string): Promise<Pet | undefined>;
-  /**
-   * Marks an in-flight claim as still alive at `now` (epoch ms; never moves it back). A claim
-   * not renewed for the lease is presumed dead and may be taken over by a retry.
-   */
-  renewIdempotencyKey(accountId: string, key: string, now: number): Promise<void>;
-  /** Forgets an in-flight claim so the client can retry (after a failure). */
-  releaseIdempotencyKey(accountId: string, key: string): Promise<void>;
-  /** Deletes keys created before `before` (epoch ms); returns how many. */
-  purgeIdempotencyKeys(before: number): Promise<number>;
 }

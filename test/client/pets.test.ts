@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { inspect } from 'node:util';
 import { type NewPet, type Pet, Petstore, type PetStatus } from '@petstore/client';
+import type { Sql } from '../../src/store/core/sql.js';
 import type { Store } from '../../src/store/types.js';
 import { sharedApp, type TestApp } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
@@ -138,19 +139,32 @@ for (const backend of backends) {
 
     test('when the same key is still in flight (409), then PetstoreError idempotency_key_in_use with retryAfter; with retries, the call waits and gets the replay', async (t) => {
       const store = app.store as Store;
-      const original = store.createPetWithIdempotencyKey;
+      const original = store.db.transaction;
+      const claim = store.idempotency.insertClaim;
+      let armed = false;
+      // Arms the hold when the key is claimed (its claim commits first), so the next transaction,
+      // the create's, waits before it starts: a request in flight that holds no lock.
+      store.idempotency.insertClaim = async (...args) => {
+        const inserted = await claim.apply(store.idempotency, args);
+        if (args[2] === 'held-1') armed = inserted;
+        return inserted;
+      };
       let release = () => {};
       const released = new Promise<void>((resolve) => (release = resolve));
       let entered = () => {};
       const inside = new Promise<void>((resolve) => (entered = resolve));
       // Holds the first create inside the server, after its key was claimed: a real in-flight request.
-      store.createPetWithIdempotencyKey = async (...args) => {
-        entered();
-        await released;
-        return original.apply(store, args);
+      store.db.transaction = async <T>(work: (tx: Sql) => Promise<T>): Promise<T> => {
+        if (armed) {
+          armed = false;
+          entered();
+          await released;
+        }
+        return original.call(store.db, work) as Promise<T>;
       };
       t.after(() => {
-        store.createPetWithIdempotencyKey = original;
+        store.db.transaction = original;
+        store.idempotency.insertClaim = claim;
         release();
       });
       const { petstore, key } = await client();

@@ -1106,7 +1106,7 @@ export async function createFuzzContext(app: TestApp, petsPerAccount = 30): Prom
     missingMessage: '',
     async resyncStatuses() {
       for (const [who, account] of [['A', a], ['B', b]] as const) {
-        for (const stored of await app.store.listPets({ accountId: account.accountId, limit: 100_000 })) {
+        for (const stored of await app.store.pets.list({ accountId: account.accountId, limit: 100_000 })) {
           const known = ctx.pets[who].get(stored.id);
           if (!known) continue;
           const { status: _old, ...rest } = known;

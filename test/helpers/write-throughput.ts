@@ -142,7 +142,7 @@ try {
   if (values['count-fsyncs']) process.stdout.write(readFileSync(path.join(dir, 'strace.txt'), 'utf8'));
   const store = await createStore({ databaseUrl, pgPoolMax: 1 });
   try {
-    const pets = await store.listPets({ accountId: account.id, limit: 10_000_000 });
+    const pets = await store.pets.list({ accountId: account.id, limit: 10_000_000 });
     process.stdout.write(`201s received: ${created}; pets stored: ${pets.length}\n`);
     // autocannon stops with up to `connections` requests in flight per run: committed, uncounted.
     if (pets.length < created || pets.length > created + connections * runs) {

@@ -114,7 +114,7 @@ describe('verified-key cache', () => {
     const { createStore } = await import('../../src/store/index.js');
     const other = await createStore(app.config);
     t.after(() => other.close());
-    await other.revokeApiKey(account.keyId, new Date().toISOString());
+    await other.apiKeys.revoke(account.keyId, new Date().toISOString());
     assert.equal((await app.request('GET', '/v1/pets', { key: account.key })).status, 401);
   });
 });

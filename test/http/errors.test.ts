@@ -38,8 +38,8 @@ describe('error model', () => {
     const app = await startApp(t);
     const { key } = await app.createAccount();
     // Fault injection on the real store: the next createPet throws a raw driver-like error.
-    const store = app.store as Store & { createPet: Store['createPet'] };
-    store.createPet = async () => {
+    const store = app.store as Store;
+    store.pets.create = async () => {
       throw new Error('SQLITE_CORRUPT: database disk image is malformed at /secret/path/petstore.db');
     };
     const res = await app.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } });

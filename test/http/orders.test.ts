@@ -12,6 +12,7 @@ import { placeOrderRequestHash } from '../../src/services/orders.js';
 import { createStore } from '../../src/store/index.js';
 import { sharedApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
+import { claimIdempotencyKey } from '../helpers/store.js';
 
 type Pet = { id: number; name: string; categoryId: number; status?: string };
 type Order = { id: number; petId: number; status: string; createdAt: string; updatedAt: string };
@@ -240,7 +241,7 @@ for (const backend of backends) {
       const p = await pet(waiter, 'available');
       const key = randomUUID();
       // What a first request holds while it runs: the claimed key, not completed yet.
-      const claim = await app.store.claimIdempotencyKey({
+      const claim = await claimIdempotencyKey(app.store, {
         accountId: waiter.accountId, key, requestHash: placeOrderRequestHash(p.id), now: Date.now(), ttlMs: IDEMPOTENCY_TTL_MS, leaseMs: IDEMPOTENCY_LEASE_MS,
       });
       assert.deepEqual(claim, { outcome: 'claimed' });

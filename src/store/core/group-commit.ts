@@ -8,8 +8,11 @@ import { StoreUnavailableError } from '../errors.js';
 export interface GroupCommitOptions<I, R> {
   /** Most items one batch takes; the rest wait for the next one. */
   max: number;
-  /** Writes the batch in one transaction, all or nothing; results in item order. */
-  writeBatch(items: readonly I[]): Promise<R[]>;
+  /**
+   * Writes the batch in one transaction; results in item order. It throws when nothing was
+   * written; an item it could not write (and that nothing was written for) is an Error.
+   */
+  writeBatch(items: readonly I[]): Promise<Array<R | Error>>;
   /** Writes one item in a transaction of its own. */
   writeOne(item: I): Promise<R>;
   /** Told which items were just written or attempted (before their callers hear back). */
@@ -46,7 +49,9 @@ export function createGroupCommit<I, R>(options: GroupCommitOptions<I, R>): Grou
 
   const write = async (items: readonly I[]): Promise<PromiseSettledResult<R>[]> => {
     try {
-      return (await options.writeBatch(items)).map((value) => ({ status: 'fulfilled', value }));
+      return (await options.writeBatch(items)).map((value) =>
+        value instanceof Error ? { status: 'rejected', reason: value } : { status: 'fulfilled', value },
+      );
     } catch (error) {
       if (error instanceof StoreUnavailableError) return items.map(() => ({ status: 'rejected', reason: error }));
       return writeEach(items);

@@ -1,8 +1,9 @@
-// The one interface every repository runs SQL through. SQL text is the backend's own (its
-// placeholders, its dialect); what this names is how statements run: on the database, or in a
-// transaction that a service opens and passes to each repository it touches.
+// The one interface every repository runs SQL through: on the database, or in a transaction
+// that a service opens and passes to each repository it touches. Parameters are `?` on both
+// backends (the PostgreSQL driver numbers them); what the SQL itself must say differently is
+// named in dialect.ts, and what only one backend can do lives in that backend's files.
 
-/** Positional (`?` / `$1`) or, on SQLite, named (`@name`) parameters. */
+/** Positional (`?`) or, on SQLite, named (`@name`) parameters. */
 export type Params = readonly unknown[] | Readonly<Record<string, unknown>>;
 
 /** A database or a transaction on it. */
@@ -15,6 +16,13 @@ export interface Sql {
 
 export interface SqlDatabase extends Sql {
   readonly dialect: 'sqlite' | 'postgres';
+  /**
+   * A hot read, by a stable name: PostgreSQL prepares it once per connection and pipelines
+   * it with the other reads of the event-loop turn; SQLite runs its cached statement.
+   */
+  read<R>(name: string, sql: string, params: readonly unknown[]): Promise<R[]>;
+  /** The same, rows as arrays of column values (no object with named fields per row). */
+  readArrays(name: string, sql: string, params: readonly unknown[]): Promise<unknown[][]>;
   /**
    * Runs `work` in one transaction: committed when it resolves, rolled back when it throws.
    * SQLite takes the write lock first (BEGIN IMMEDIATE); PostgreSQL runs it on one pooled

@@ -79,14 +79,22 @@ export interface PostgresDatabase extends SqlDatabase {
   readonly dialect: 'postgres';
   readonly url: string;
   readonly pool: pg.Pool;
-  /**
-   * A hot read: a named statement (each connection parses and plans it once), pipelined with
-   * the other reads of its event-loop turn. `arrays`: rows as arrays of column values.
-   */
-  read<R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]>;
-  readArrays(name: string, text: string, values: unknown[]): Promise<unknown[][]>;
   /** A named statement through the pool (hot writes). */
-  prepared<R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]>;
+  prepared<R extends QueryResultRow>(name: string, text: string, values: readonly unknown[]): Promise<R[]>;
+}
+
+const numbered = new Map<string, string>();
+/**
+ * The statement with its `?` parameters numbered `$1`, `$2`… (outside quotes), as PostgreSQL
+ * takes them; remembered per text. Text that already uses `$n` is left as it is.
+ */
+export function dollars(sql: string): string {
+  let text = numbered.get(sql);
+  if (text !== undefined) return text;
+  let n = 0;
+  text = sql.replace(/'(?:[^']|'')*'|"(?:[^"])*"|\?/g, (match) => (match === '?' ? `$${++n}` : match));
+  numbered.set(sql, text);
+  return text;
 }
 
 const positional = (params: Params | undefined): unknown[] => {
@@ -97,9 +105,9 @@ const positional = (params: Params | undefined): unknown[] => {
 
 /** Statements on one checked-out client (a transaction's). */
 const onClient = (client: Pick<PoolClient, 'query'>): Sql => ({
-  all: async <R>(sql: string, params?: Params) => (await client.query(sql, positional(params))).rows as R[],
-  get: async <R>(sql: string, params?: Params) => (await client.query(sql, positional(params))).rows[0] as R | undefined,
-  run: async (sql: string, params?: Params) => (await client.query(sql, positional(params))).rowCount ?? 0,
+  all: async <R>(sql: string, params?: Params) => (await client.query(dollars(sql), positional(params))).rows as R[],
+  get: async <R>(sql: string, params?: Params) => (await client.query(dollars(sql), positional(params))).rows[0] as R | undefined,
+  run: async (sql: string, params?: Params) => (await client.query(dollars(sql), positional(params))).rowCount ?? 0,
 });
 
 export function openPostgres(url: string, options: PostgresOptions): PostgresDatabase {
@@ -121,8 +129,8 @@ export function openPostgres(url: string, options: PostgresOptions): PostgresDat
   const direct = onClient(pool);
   let ended: Promise<void> | undefined;
 
-  const prepared = <R extends QueryResultRow>(name: string, text: string, values: unknown[]) =>
-    guard(async () => (await pool.query<R>({ name, text, values })).rows);
+  const prepared = <R extends QueryResultRow>(name: string, text: string, values: readonly unknown[]) =>
+    guard(async () => (await pool.query<R>({ name, text: dollars(text), values: values as unknown[] })).rows);
 
   return {
     dialect: 'postgres',
@@ -133,11 +141,12 @@ export function openPostgres(url: string, options: PostgresOptions): PostgresDat
     run: (sql, params) => guard(() => direct.run(sql, params)),
     transaction: (work) => guard(() => inTransaction(pool, work)),
     prepared,
-    read: (name, text, values) => (pipeline ? guard(() => pipeline.query(name, text, values)) : prepared(name, text, values)),
+    read: async <R>(name: string, text: string, values: readonly unknown[]) =>
+      (pipeline ? await guard(() => pipeline.query(name, dollars(text), values as unknown[])) : await prepared(name, text, values)) as R[],
     readArrays: (name, text, values) =>
       pipeline
-        ? guard(() => pipeline.queryArrays(name, text, values))
-        : guard(async () => (await pool.query({ name, text, values, rowMode: 'array' })).rows as unknown[][]),
+        ? guard(() => pipeline.queryArrays(name, dollars(text), values as unknown[]))
+        : guard(async () => (await pool.query({ name, text: dollars(text), values: values as unknown[], rowMode: 'array' })).rows as unknown[][]),
     ping: async () => void (await guard(() => direct.get('SELECT 1'))),
     close: async () => {
       ended ??= Promise.all([pool.end(), pipeline?.close()]).then(() => undefined);

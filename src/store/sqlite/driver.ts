@@ -61,6 +61,16 @@ export function openSqlite(url: string): SqliteDatabase {
     }
     return s as Database.Statement<P, R>;
   };
+  // Array rows need a statement of their own: raw mode sticks to the statement.
+  const arrays = new Map<string, Database.Statement<unknown[], unknown[]>>();
+  const arrayStatement = (sql: string) => {
+    let s = arrays.get(sql);
+    if (!s) {
+      s = db.prepare<unknown[], unknown[]>(sql).raw(true);
+      arrays.set(sql, s);
+    }
+    return s;
+  };
   const bind = (params: Params | undefined): unknown[] => (params === undefined ? [] : Array.isArray(params) ? params : [params]);
   const direct: Sql = {
     all: async <R>(sql: string, params?: Params) => statement<unknown[], R>(sql).all(...bind(params)),
@@ -111,15 +121,22 @@ export function openSqlite(url: string): SqliteDatabase {
     file,
     connection: db,
     statement,
-    forgetStatements: () => statements.clear(),
+    forgetStatements: () => {
+      statements.clear();
+      arrays.clear();
+    },
     all: <R>(sql: string, params?: Params) => guarded(() => statement<unknown[], R>(sql).all(...bind(params))),
     get: <R>(sql: string, params?: Params) => guarded(() => statement<unknown[], R>(sql).get(...bind(params))),
     run: (sql: string, params?: Params) => guarded(() => statement<unknown[], never>(sql).run(...bind(params)).changes),
+    read: <R>(_name: string, sql: string, params: readonly unknown[]) => guarded(() => statement<unknown[], R>(sql).all(...params)),
+    readArrays: (_name: string, sql: string, params: readonly unknown[]) =>
+      guarded(() => arrayStatement(sql).all(...params)),
     transaction,
     ping: () => guarded(() => void statement('SELECT 1').get()),
     close: async () => {
       await idle();
       statements.clear();
+      arrays.clear();
       if (db.open) db.close();
     },
   };

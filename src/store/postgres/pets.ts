@@ -1,0 +1,96 @@
+// What PostgreSQL adds to pets: the group commit's batch as one statement. It takes each
+// account's ids from its counter once (the row lock is held once per batch, not once per pet,
+// which would order that account's creates one commit after another), inserts the pets and,
+// with events on, each account's pet.created events as one row of the log (a run): one round
+// trip and one commit for the whole batch.
+import type { Pet } from '../../schemas/index.js';
+import { type PetBackend, type PetCreate, toPet } from '../pets.js';
+import { petRunData, randomHex20, randomHex20s } from '../rows.js';
+import type { PostgresDatabase } from './driver.js';
+import { eventIdSql } from './events.js';
+
+const INPUT = `
+  input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[])
+      WITH ORDINALITY AS t(account_id, name, category_id, status, created_at, ord)
+  ),
+  counts AS (SELECT account_id, count(*) AS n FROM input GROUP BY account_id)`;
+
+const INSERTED = `
+  inserted AS (
+    INSERT INTO pets (account_id, id, name, category_id, status, created_at)
+    SELECT i.account_id, n.base + row_number() OVER (PARTITION BY i.account_id ORDER BY i.ord), i.name, i.category_id, i.status, i.created_at
+    FROM input i JOIN next n ON n.account_id = i.account_id
+    RETURNING 1
+  )`;
+
+const RESULT = 'SELECT account_id, base, (SELECT count(*) FROM inserted) AS inserted FROM next';
+
+const WITH_EVENTS = `
+  WITH ${INPUT},
+  next AS (
+    UPDATE accounts a SET last_pet_id = a.last_pet_id + c.n, last_event_seq = a.last_event_seq + c.n FROM counts c WHERE a.id = c.account_id
+    RETURNING a.id AS account_id, a.last_pet_id - c.n AS base, a.last_event_seq - c.n AS event_base, c.n
+  ),
+  ${INSERTED},
+  ev AS (
+    -- The service built each account's row but for the numbers only this statement knows.
+    INSERT INTO events (account_id, seq, span, id, more_ids, type, created_at, data)
+    SELECT n.account_id, n.event_base + 1, n.n, ${eventIdSql('n.event_base + 1', 'r.first_random')}, NULLIF(r.more_ids, ''), 'pet.created', r.created_at,
+      '{"firstPetId":' || (n.base + 1) || r.data
+    FROM next n JOIN unnest($6::text[], $7::text[], $8::text[], $9::timestamptz[], $10::text[]) AS r(account_id, first_random, more_ids, created_at, data)
+      ON r.account_id = n.account_id
+  )
+  ${RESULT}`;
+
+const WITHOUT_EVENTS = `
+  WITH ${INPUT},
+  next AS (
+    UPDATE accounts a SET last_pet_id = a.last_pet_id + c.n FROM counts c WHERE a.id = c.account_id
+    RETURNING a.id AS account_id, a.last_pet_id - c.n AS base
+  ),
+  ${INSERTED}
+  ${RESULT}`;
+
+/** The batch's pet.created rows, one per account (its pets in call order): ev's parameters. */
+function petRunParams(batch: readonly PetCreate[]): unknown[] {
+  const runs = new Map<string, PetCreate[]>();
+  for (const item of batch) {
+    const run = runs.get(item.accountId);
+    if (run) run.push(item);
+    else runs.set(item.accountId, [item]);
+  }
+  const columns: [string[], string[], string[], string[], string[]] = [[], [], [], [], []];
+  for (const [accountId, run] of runs) {
+    columns[0].push(accountId);
+    columns[1].push(randomHex20());
+    columns[2].push(randomHex20s(run.length - 1));
+    columns[3].push(run[0]!.createdAt);
+    columns[4].push(petRunData(run.map((item) => item.pet)));
+  }
+  return columns;
+}
+
+export function postgresPetBatches(db: PostgresDatabase, events: boolean): PetBackend {
+  return {
+    async writeBatch(batch) {
+      const rows = await db.prepared<{ account_id: string; base: number }>('create_pets', events ? WITH_EVENTS : WITHOUT_EVENTS, [
+        batch.map((b) => b.accountId),
+        batch.map((b) => b.pet.name),
+        batch.map((b) => b.pet.categoryId),
+        batch.map((b) => b.pet.status ?? null),
+        batch.map((b) => b.createdAt),
+        ...(events ? petRunParams(batch) : []),
+      ]);
+      // The statement numbered each account's pets base + 1, base + 2, … in call order.
+      const next = new Map(rows.map((r) => [r.account_id, r.base]));
+      return batch.map(({ accountId, pet }): Pet | Error => {
+        const base = next.get(accountId);
+        // An unknown account has no counter: nothing was written for it.
+        if (base === undefined) return new Error(`no account ${accountId}: the pet was not stored`);
+        next.set(accountId, base + 1);
+        return toPet({ id: base + 1, name: pet.name, category_id: pet.categoryId, status: pet.status ?? null });
+      });
+    },
+  };
+}
