@@ -6,7 +6,8 @@ import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../../errors.js';
 import type { NewPet, Pet } from '../../schemas/index.js';
 import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
-import { migrations } from './migrations.js';
+import { migrate, pendingMigrations } from '../core/migrator.js';
+import { createSqliteMigrationDialect } from './migration-dialect.js';
 import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, type PetRow, petCreatedEvent, toKey, toPet } from '../rows.js';
 import { createChangeCheck } from './change-check.js';
 import { createReadCache, type ReadCache } from './read-cache.js';
@@ -86,9 +87,6 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
-
-  const appliedVersions = () =>
-    new Set(db.prepare<[], { version: number }>('SELECT version FROM schema_migrations').all().map((r) => r.version));
 
   // Statements are prepared lazily (tables may not exist before migrate) and reused.
   const statements = new Map<string, Database.Statement>();
@@ -245,27 +243,15 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     ...createSqliteWebhooks(context),
 
     async migrate() {
-      const applied: number[] = [];
-      // BEGIN IMMEDIATE takes the write lock, so concurrent migrators run one after another.
-      db.transaction(() => {
-        const done = appliedVersions();
-        for (const m of migrations) {
-          if (done.has(m.version)) continue;
-          db.exec(m.sql);
-          db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
-            m.version, m.name, new Date().toISOString(),
-          );
-          applied.push(m.version);
-        }
-      }).immediate();
-      statements.clear();
-      return applied;
+      try {
+        return await migrate(createSqliteMigrationDialect(db));
+      } finally {
+        // Statements prepared before may refer to tables a migration rebuilt.
+        statements.clear();
+      }
     },
 
-    async pendingMigrations() {
-      const done = appliedVersions();
-      return migrations.filter((m) => !done.has(m.version)).map((m) => m.version);
-    },
+    pendingMigrations: () => pendingMigrations(createSqliteMigrationDialect(db)),
 
     externalChangeCounter: externalChanges,
 
