@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { cli, cliJson, startServerProcess } from './helpers/process.js';
-import { migrations } from '../src/store/sqlite/migrations.js';
+import { migrations } from '../src/store/migrations/index.js';
 
 function tempDb(t: { after(fn: () => void): void }): Record<string, string> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'petstore-cli-'));

@@ -1,14 +1,13 @@
 // Upgrading an event log made by the release that fanned out at write time (schema 6/7: event
 // ids of the time and random digits, a unique index on them, a delivery and a job written with
-// each event) to the log keyed by sequence alone (SQLite 7, PostgreSQL 8), on both backends:
+// each event) to the log keyed by sequence alone (migration 8), on both backends:
 // old ids are still found (through the partial index), nothing already fanned out is fanned
 // out again, and new events get ids that carry their sequence and reach the endpoint once.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { migrations as postgresMigrations } from '../src/store/postgres/migrations.js';
-import { migrations as sqliteMigrations } from '../src/store/sqlite/migrations.js';
+import { migrations } from '../src/store/migrations/index.js';
 import { createStore } from '../src/store/index.js';
 import { backends, type Backend } from './helpers/backends.js';
 import { createPet } from './helpers/store.js';
@@ -20,8 +19,8 @@ const OLD_IDS = ['evt_019aa13e4c00a1b2c3d4e5f6a7b8c9d0e1f2', 'evt_019aa13e4c01f0
 
 /** Builds schema 6 with the previous release's migrations and writes what it wrote: two events, an endpoint, the first event's delivery and job. */
 async function buildVersion6(backend: Backend, url: string): Promise<void> {
-  // The previous release: SQLite 1-6; PostgreSQL 1-7 (7: key change notifications).
-  const old = backend.name === 'sqlite' ? sqliteMigrations.filter((m) => m.version <= 6) : postgresMigrations.filter((m) => m.version <= 7);
+  // The previous release: SQLite 1-6; PostgreSQL 1-7 (7: key change notifications, which SQLite did not have).
+  const old = migrations.filter((m) => m.version <= (backend.name === 'sqlite' ? 6 : 7)).map((m) => ({ version: m.version, name: m.name, sql: m[backend.name] }));
   const data = JSON.stringify({ object: { id: 1, name: 'Rex', categoryId: 1, status: 'available' } });
   const statements: Array<[string, unknown[]]> = [
     ['INSERT INTO accounts (id, name, created_at, last_pet_id, last_event_seq, last_endpoint_seq) VALUES ($1, $2, $3, 2, 2, 1)', [ACCOUNT, 'migrated', T0]],
@@ -71,7 +70,7 @@ describe('migrating the event log to sequence-keyed ids and fan-out cursors', { 
       await buildVersion6(backend, database.url);
       const store = await createStore({ databaseUrl: database.url, pgPoolMax: 2, pgPipelineConnections: 0 });
       t.after(() => store.close());
-      assert.deepEqual(await store.migrate(), backend.name === 'sqlite' ? [7, 8] : [8, 9]);
+      assert.deepEqual(await store.migrate(), backend.name === 'sqlite' ? [7, 8, 9] : [8, 9]);
 
       // Old ids, found through the partial index; ids that are not there, of either form, are not.
       for (const [i, id] of OLD_IDS.entries()) assert.equal((await store.getEvent(ACCOUNT, id))?.seq, i + 1, id);

@@ -1,6 +1,7 @@
 // Upgrading a store made by the previous release (schema versions 1 and 2: one global pet id
 // sequence) to per-account pet ids (version 3), on both backends. The old store is built with
-// the previous release's own migrations (append-only, so versions 1 and 2 are unchanged) and
+// the previous release's own migrations (append-only, so versions 1 and 2 are unchanged: each
+// backend's SQL of the shared list) and
 // its own INSERT; then the real CLI migrates it, and the real app must serve every pet under
 // its old id, accept cursors and replay idempotency keys issued before, and number new pets
 // after each account's highest id.
@@ -10,8 +11,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { createServices } from '../src/services/index.js';
 import { requestHash } from '../src/services/pets.js';
-import { migrations as postgresMigrations } from '../src/store/postgres/migrations.js';
-import { migrations as sqliteMigrations } from '../src/store/sqlite/migrations.js';
+import { migrations } from '../src/store/migrations/index.js';
 import { createStore } from '../src/store/index.js';
 import type { NewPet, Pet } from '../src/schemas/index.js';
 import { startApp } from './helpers/app.js';
@@ -68,14 +68,13 @@ async function openOld(backend: Backend, url: string): Promise<OldDatabase> {
 
 /** The schema exactly as the previous release left it: versions 1 and 2, recorded as applied. */
 async function previousReleaseSchema(backend: Backend, old: OldDatabase): Promise<void> {
-  const list = backend.name === 'sqlite' ? sqliteMigrations : postgresMigrations;
   await old.exec(
     backend.name === 'sqlite'
       ? 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)'
       : 'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)',
   );
-  for (const m of list.filter((m) => PREVIOUS_VERSIONS.includes(m.version))) {
-    await old.exec(m.sql);
+  for (const m of migrations.filter((m) => PREVIOUS_VERSIONS.includes(m.version))) {
+    await old.exec(m[backend.name]);
     await old.exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (${m.version}, '${m.name}', '${T0}')`);
   }
 }
@@ -128,8 +127,8 @@ for (const backend of backends) {
 
       const env = { PETSTORE_DATABASE_URL: url };
       assert.deepEqual(await cliJson<{ applied: number[] }>(['migrate'], env), {
-        // Each backend's own list: PostgreSQL has migrations SQLite does not need (6: key change notifications).
-        applied: (backend.name === 'postgres' ? postgresMigrations : sqliteMigrations).map((m) => m.version).filter((v) => !PREVIOUS_VERSIONS.includes(v)),
+        // One numbering on both backends (7, key change notifications, is a no-op on SQLite).
+        applied: migrations.map((m) => m.version).filter((v) => !PREVIOUS_VERSIONS.includes(v)),
       });
 
       const app = await startApp(scope, { databaseUrl: url, backend });

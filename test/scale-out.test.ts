@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { MIGRATION_LOCK_KEY } from '../src/store/postgres/index.js';
-import { migrations } from '../src/store/postgres/migrations.js';
+import { migrations } from '../src/store/migrations/index.js';
 import { type BackendDatabase, postgresAdminUrl, postgresBackend } from './helpers/backends.js';
 import { cliJson, createAccountWithKey, type ServerProcess, startServerProcess } from './helpers/process.js';
 

@@ -7,8 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { MIGRATION_LOCK_KEY } from '../src/store/postgres/index.js';
-import { migrations as postgresMigrations } from '../src/store/postgres/migrations.js';
-import { migrations as sqliteMigrations } from '../src/store/sqlite/migrations.js';
+import { migrations } from '../src/store/migrations/index.js';
 import { type BackendDatabase, backends, sqliteBackend } from './helpers/backends.js';
 import {
   cli,
@@ -147,7 +146,7 @@ describe('petstore serve --workers', { concurrency: 2 }, () => {
         const applied = server.logs().filter((l) => l.msg === 'applied migrations');
         assert.equal(applied.length, 1, 'one migration run');
         assert.equal(applied[0]?.pid, server.child.pid, 'run by the primary');
-        const versions = (backend.name === 'sqlite' ? sqliteMigrations : postgresMigrations).map((m) => m.version);
+        const versions = migrations.map((m) => m.version);
         assert.deepEqual(applied[0]?.applied, versions, 'every migration, before any worker started');
         const firstWorkerLine = server.logs().findIndex((l) => l.pid !== server.child.pid);
         assert.ok(server.logs().indexOf(applied[0]!) < firstWorkerLine);

@@ -56,13 +56,6 @@ export function toKey(row: KeyRow): ApiKeyRecord {
   };
 }
 
-/** One versioned schema change; each backend keeps its own append-only list. */
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
-
 /** An idempotency key still in flight: completed with nothing yet (SQL, both backends). */
 export const KEY_IN_FLIGHT = 'pet_id IS NULL AND order_id IS NULL AND message_seq IS NULL';
 /** What a completed idempotency key created: a pet id, an order id or a message seq (the request hash tells which). */
@@ -333,7 +326,7 @@ export const eventId = (seq: number) => 'evt_' + seq.toString(16).padStart(12, '
 const SEQ_ID = /^evt_00[0-9a-f]{30}$/;
 /** The sequence an id made by eventId() carries; undefined for other ids. */
 export const eventIdSeq = (id: string): number | undefined => (SEQ_ID.test(id) ? parseInt(id.slice(4, 16), 16) : undefined);
-/** SQL true for ids not made by eventId(): the partial index's condition (migrations 7/8), which lookups repeat verbatim. */
+/** SQL true for ids not made by eventId(): the partial index's condition (migration 8), which lookups repeat verbatim. */
 export const LEGACY_EVENT_ID = "substr(id, 1, 6) <> 'evt_00'";
 
 /** An event to write in the caller's transaction; `data` is its JSON text. */

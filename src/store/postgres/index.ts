@@ -13,32 +13,21 @@ import { CONNECTION_TIMEOUT_MS, guard, isConnectionError, openPostgres, type Pos
 import { createPostgresEvents, createPostgresEventWriter } from './events.js';
 import { watchKeyChanges } from './key-changes.js';
 import { createPostgresMessages } from './messages.js';
-import { migrations } from './migrations.js';
+import { migrate, pendingMigrations } from '../core/migrator.js';
+import { createPostgresMigrationDialect } from './migration-dialect.js';
 import { createPostgresOrders } from './orders.js';
 import { postgresPetBatches } from './pets.js';
 import { createPostgresWebhooks } from './webhooks.js';
 
 export { isConnectionError };
 
-/** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
-export const MIGRATION_LOCK_KEY = 0x50455453;
+export { MIGRATION_LOCK_KEY } from './migration-dialect.js';
 
 type Queryable = Pick<PoolClient, 'query'>;
 
 /** Ends a transaction with ROLLBACK and makes it resolve with `value`. */
 class Rollback {
   constructor(readonly value: unknown) {}
-}
-
-async function appliedVersions(db: Queryable): Promise<Set<number>> {
-  try {
-    const { rows } = await db.query<{ version: number }>('SELECT version FROM schema_migrations');
-    return new Set(rows.map((row) => row.version));
-  } catch (error) {
-    // 42P01 undefined_table: an empty database, nothing applied yet.
-    if ((error as { code?: unknown }).code === '42P01') return new Set();
-    throw error;
-  }
 }
 
 /** `events`: write the event log with every change (default true). */
@@ -104,52 +93,9 @@ export function createPostgresStore(url: string, options: PostgresOptions & { ev
     ...createPostgresEvents(context),
     ...createPostgresWebhooks(context),
 
-    async migrate() {
-      return guard(async () => {
-        // One session holds the lock for the whole run, so concurrent migrators (other
-        // processes too) run one after another and each version is applied once.
-        const client = await pool.connect();
-        // A checked-out client has no pool listener; a dropped connection must not crash us.
-        const ignore = () => {};
-        client.on('error', ignore);
-        let healthy = false;
-        try {
-          await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-          await client.query(
-            'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)',
-          );
-          const done = await appliedVersions(client);
-          const applied: number[] = [];
-          for (const m of migrations) {
-            if (done.has(m.version)) continue;
-            await client.query('BEGIN');
-            try {
-              await client.query(m.sql);
-              await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())', [
-                m.version, m.name,
-              ]);
-              await client.query('COMMIT');
-            } catch (error) {
-              await client.query('ROLLBACK').catch(() => {});
-              throw error;
-            }
-            applied.push(m.version);
-          }
-          await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
-          healthy = true;
-          return applied;
-        } finally {
-          client.off('error', ignore);
-          // On failure the connection is destroyed, which also releases the lock.
-          client.release(!healthy);
-        }
-      });
-    },
+    migrate: () => guard(() => migrate(createPostgresMigrationDialect(pool))),
 
-    async pendingMigrations() {
-      const done = await guard(() => appliedVersions(pool));
-      return migrations.filter((m) => !done.has(m.version)).map((m) => m.version);
-    },
+    pendingMigrations: () => guard(() => pendingMigrations(createPostgresMigrationDialect(pool))),
 
     poolStats() {
       return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };

@@ -12,7 +12,8 @@ import { watchExternalChanges } from './changes.js';
 import { openSqlite, sqlitePath, storeError } from './driver.js';
 import { createSqliteEvents, createSqliteEventWriter } from './events.js';
 import { createSqliteMessages } from './messages.js';
-import { migrations } from './migrations.js';
+import { migrate, pendingMigrations } from '../core/migrator.js';
+import { createSqliteMigrationDialect } from './migration-dialect.js';
 import { createSqliteOrders } from './orders.js';
 import { type AppendMany, sqlitePetBatches, withReadCache } from './pets.js';
 import { createReadCache } from './read-cache.js';
@@ -51,9 +52,6 @@ function guardUnavailable<T extends object>(methods: T): T {
 export function createSqliteStore(url: string, options: SqliteStoreOptions = {}): Store {
   const db = openSqlite(url);
   const { connection } = db;
-  connection.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
-  const appliedVersions = () =>
-    new Set(connection.prepare<[], { version: number }>('SELECT version FROM schema_migrations').all().map((r) => r.version));
 
   const cache = options.readCache === false ? undefined : createReadCache();
   const changes = watchExternalChanges(db, cache);
@@ -89,25 +87,15 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     externalChangeCounter: () => changes.counter(),
 
     async migrate() {
-      const applied: number[] = [];
-      // BEGIN IMMEDIATE takes the write lock, so concurrent migrators run one after another.
-      connection.transaction(() => {
-        const done = appliedVersions();
-        for (const m of migrations) {
-          if (done.has(m.version)) continue;
-          connection.exec(m.sql);
-          connection.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
-          applied.push(m.version);
-        }
-      }).immediate();
-      db.forgetStatements();
-      return applied;
+      try {
+        return await migrate(createSqliteMigrationDialect(connection));
+      } finally {
+        // Statements prepared before may refer to tables a migration rebuilt.
+        db.forgetStatements();
+      }
     },
 
-    async pendingMigrations() {
-      const done = appliedVersions();
-      return migrations.filter((m) => !done.has(m.version)).map((m) => m.version);
-    },
+    pendingMigrations: () => pendingMigrations(createSqliteMigrationDialect(connection)),
 
     ping: () => db.ping(),
 
