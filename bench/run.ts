@@ -53,7 +53,10 @@ import { type Credentials, type SeedResult, seedStore } from './lib/seed.js';
 import { benchAdminUrl, createPostgresDatabase, DEFAULT_ADMIN_URL, serviceEnv } from './lib/service.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = path.join(ROOT, 'bin', 'petstore.js');
+// PETSTORE_BENCH_SERVICE_ROOT: measure another checkout's build (a worktree of an earlier
+// commit) with this harness, for side-by-side runs (bench/side-by-side.sh).
+const SERVICE_ROOT = process.env.PETSTORE_BENCH_SERVICE_ROOT || ROOT;
+const BIN = path.join(SERVICE_ROOT, 'bin', 'petstore.js');
 const RESULTS = path.join(ROOT, 'bench', 'results');
 
 const CATALOG_PETS = 100_000;
@@ -339,7 +342,7 @@ const BENCH_CPU = 0;
 async function main(): Promise<number> {
   const opts = parseOptions(process.argv.slice(2));
   const wall0 = Date.now();
-  if (!fs.existsSync(path.join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` first');
+  if (!fs.existsSync(path.join(SERVICE_ROOT, 'dist', 'cli', 'main.js'))) throw new Error(`${SERVICE_ROOT}/dist/ is missing: run \`npm run build\` first`);
 
   // Shared machines: say so up front when something else is already using the CPU.
   const idle0 = readMachineCpu();
@@ -378,7 +381,7 @@ async function main(): Promise<number> {
 
     const serverArgs = [...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), BIN, 'serve'];
     const serviceLog = logsRequests(opts.logLevel) ? path.join(tmp, 'service.log') : undefined;
-    const service = startChild('service', serverArgs, env, { cwd: ROOT, forward: true, cpu: serverCpu, ...(serviceLog ? { stdoutFile: serviceLog } : {}) });
+    const service = startChild('service', serverArgs, env, { cwd: SERVICE_ROOT, forward: true, cpu: serverCpu, ...(serviceLog ? { stdoutFile: serviceLog } : {}) });
     const ctx: Context = { baseUrl: `http://127.0.0.1:${port}`, seed, deepPath: undefined };
     if (opts.store === 'postgres') {
       const name = new URL(database).pathname.slice(1);
@@ -565,7 +568,7 @@ async function startDefaultsServices(env: NodeJS.ProcessEnv, tmp: string, cpu: n
     const { PETSTORE_LOG_LEVEL: _level, ...rest } = env;
     const childEnv = { ...rest, PORT: String(port), ...(level === 'warn' ? { PETSTORE_LOG_LEVEL: 'warn' } : {}) };
     const child = startChild(`service-${level}`, [BIN, 'serve'], childEnv, {
-      cwd: ROOT,
+      cwd: SERVICE_ROOT,
       forward: true,
       cpu,
       ...(level === 'info' ? { stdoutFile: path.join(tmp, 'service-info.log') } : {}),

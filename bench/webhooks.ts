@@ -27,7 +27,9 @@ import { type Child, freePort, runNode, startChild, stopAllChildren, stopChild, 
 import { type BenchDatabase, benchAdminUrl, createPostgresDatabase, serviceEnv } from './lib/service.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const BIN = path.join(ROOT, 'bin', 'petstore.js');
+// PETSTORE_BENCH_SERVICE_ROOT: another checkout's build, measured by this harness (bench/side-by-side.sh).
+const SERVICE_ROOT = process.env.PETSTORE_BENCH_SERVICE_ROOT || ROOT;
+const BIN = path.join(SERVICE_ROOT, 'bin', 'petstore.js');
 const DRAIN_TARGET = 1000;
 const WRITE_TARGET_RATIO = 0.9;
 const CONNECTIONS = 50;
@@ -111,7 +113,7 @@ async function main(): Promise<void> {
     };
     /** A service on `at` (the main port unless told): its process once it answers /readyz. */
     const serve = async (extra: NodeJS.ProcessEnv, nodeArgs: string[] = [], at = port, name = 'service'): Promise<Child> => {
-      const child = startChild(name, [...nodeArgs, BIN, 'serve'], { ...env, PORT: String(at), ...extra }, { cwd: ROOT, forward: true });
+      const child = startChild(name, [...nodeArgs, BIN, 'serve'], { ...env, PORT: String(at), ...extra }, { cwd: SERVICE_ROOT, forward: true });
       await waitForHttp(child, `http://127.0.0.1:${at}/readyz`);
       return child;
     };
