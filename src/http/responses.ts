@@ -23,6 +23,16 @@ export function success<S>(description: string, schema: S, headers: HeaderSpec =
   return { description, ...(Object.keys(headers).length ? { headers } : {}), content: { 'application/json': media } };
 }
 
+/**
+ * A response with no body (a 204). `type: 'null'` is how @fastify/swagger publishes a response
+ * without `content`; without it, the response object itself would be published as an
+ * application/json schema, and generated clients would wait for a body that never comes.
+ * Typed `undefined`, so the handler answers with `reply.send()` (no payload reaches onSend hooks).
+ */
+export function noContent(description: string, headers: HeaderSpec = {}) {
+  return Type.Unsafe<undefined>({ type: 'null', description, ...(Object.keys(headers).length ? { headers } : {}) });
+}
+
 const exampleOf = (code: ErrorCode) => ({ code, message: ERROR_CODES[code], status: ERROR_STATUS[code] });
 
 /**

@@ -1,6 +1,9 @@
 // Builds the real app on a real store and serves it over real HTTP on a free port.
-// Every response received through `request` is checked against the served OpenAPI document.
-import { after, type TestContext } from 'node:test';
+// Every response the server sends for a documented operation, whoever asked, is checked against
+// the served OpenAPI documents (served-responses.ts): a problem fails the `request` call that got
+// the response, else the test that was running (sharedApp: afterEach), else the app's cleanup.
+import assert from 'node:assert/strict';
+import { after, afterEach, type TestContext } from 'node:test';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../../src/clock.js';
@@ -14,6 +17,7 @@ import { createStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/types.js';
 import { type Backend, sqliteBackend } from './backends.js';
 import { createOpenApiChecker, type OpenApiDocument } from './openapi.js';
+import { checkServedResponses, type ServedResponses } from './served-responses.js';
 
 export interface RequestOptions {
   key?: string | undefined;
@@ -38,6 +42,8 @@ export interface TestApp {
   config: Config;
   /** Every log line the app wrote (JSON strings). */
   logs: string[];
+  /** The check of every served response against the documents (how many were checked; problems not yet reported). */
+  served: ServedResponses;
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
   /** A new account with an active key for the app's environment. */
   createAccount(name?: string, environment?: Environment): Promise<{ accountId: string; key: string; keyId: string }>;
@@ -88,10 +94,12 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   const services = app.services;
 
+  let served: ServedResponses | undefined; // once the documents are read
   t.after(async () => {
     await app.close();
     await store.close();
     await database?.drop();
+    failOn(served?.take() ?? [], 'responses no test reported');
   });
 
   // Every response is checked against the document that describes its path.
@@ -99,7 +107,11 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
   const exampleDoc = (await (await fetch(`${url}/example/v1/openapi.json`)).json()) as OpenApiDocument;
   const checkV1 = createOpenApiChecker(doc);
   const checkExample = createOpenApiChecker(exampleDoc, '/example/v1');
-  const check: typeof checkV1 = (res) => (res.path.startsWith('/example/v1/') ? checkExample(res) : checkV1(res));
+  const checkerFor = (path: string) => (path.startsWith('/example/v1/') ? checkExample : checkV1);
+  const watching = (served = checkServedResponses(app.server, {
+    covers: (method, path) => checkerFor(path).operation(method, path) !== undefined,
+    problems: (res) => [...checkerFor(res.path).errorModelProblems(res), ...checkerFor(res.path).documentProblems(res)],
+  }));
 
   return {
     url,
@@ -108,6 +120,7 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
     services,
     config,
     logs,
+    served: watching,
     async request(method, path, { key, body, rawBody, headers = {} } = {}) {
       const init: RequestInit = { method, headers: { ...headers } };
       const h = init.headers as Record<string, string>;
@@ -122,7 +135,11 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
       const text = await res.text();
       let parsed: unknown = undefined;
       if ((res.headers.get('content-type') ?? '').startsWith('application/json') && text !== '') parsed = JSON.parse(text);
-      check({ method, path, status: res.status, contentType: res.headers.get('content-type'), body: parsed });
+      // The server-side check saw this response; the client-side one also covers undocumented paths
+      // (every error is an Error). The same problem seen by both is reported once.
+      const checker = checkerFor(path);
+      const seen = { method, path, status: res.status, contentType: res.headers.get('content-type'), body: parsed, text };
+      failOn([...new Set([...watching.take(), ...checker.errorModelProblems(seen), ...checker.documentProblems(seen)])], `${method} ${path}`);
       return { status: res.status, headers: res.headers, body: parsed, text };
     },
     async createAccount(name = 'Test account', environment = config.environment) {
@@ -133,16 +150,24 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
   };
 }
 
+/** Fails with every problem (one per line) against the served OpenAPI documents, if there are any. */
+function failOn(problems: string[], context: string): void {
+  assert.ok(problems.length === 0, `${problems.length} response(s) do not match the served OpenAPI document (${context}):\n${problems.join('\n')}`);
+}
+
 /** One app shared by the tests of a suite: started on first use, closed after the suite (call inside describe). */
 export function sharedApp(options: StartOptions = {}): () => Promise<TestApp> {
   const cleanups: Array<() => unknown> = [];
   let started: Promise<TestApp> | undefined;
+  let ready: TestApp | undefined;
+  // A response checked during a test (a bare fetch, the client) fails that test.
+  afterEach(() => failOn(ready?.served.take() ?? [], 'during this test'));
   after(async () => {
     if (!started) return;
     await started.catch(() => undefined);
     for (const fn of cleanups.reverse()) await fn();
   });
-  return () => (started ??= startApp({ after: (fn: () => unknown) => cleanups.push(fn) }, options));
+  return () => (started ??= startApp({ after: (fn: () => unknown) => cleanups.push(fn) }, options).then((app) => (ready = app)));
 }
 
 /** sharedApp plus one account with a key, made once for the suite (call inside describe). */

@@ -950,7 +950,7 @@ function checkResponse(ctx: FuzzContext, plan: Plan, m: Materialized, res: WireR
   const op = documentedOperation(ctx, request.method, request.target);
   if (!head) {
     try {
-      ctx.check({ method: request.method, path: routedPath(request.target), status: res.status, contentType: res.headers['content-type'] ?? null, body: res.json });
+      ctx.check({ method: request.method, path: routedPath(request.target), status: res.status, contentType: res.headers['content-type'] ?? null, body: res.json, text: res.text });
     } catch (err) {
       throw new assert.AssertionError({ message: `${(err as Error).message}\n${where}` });
     }

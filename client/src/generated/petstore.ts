@@ -2830,9 +2830,7 @@ export interface operations {
                     RateLimit?: string;
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": unknown;
-                };
+                content?: never;
             };
             /** @description An id is empty, longer than 64 characters, or has characters other than letters, digits and `_` (`invalid_request`). */
             400: {

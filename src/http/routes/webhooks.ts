@@ -18,7 +18,7 @@ import {
 } from '../../schemas/events.js';
 import type { Services } from '../../services/index.js';
 import { accountId } from '../plugins/auth.js';
-import { commonErrors, errorResponse, nextPageLink, pageLinkHeaders, rateLimitHeaders, stability, success } from '../responses.js';
+import { commonErrors, errorResponse, nextPageLink, noContent, pageLinkHeaders, rateLimitHeaders, stability, success } from '../responses.js';
 
 const ENDPOINTS_PATH = '/v1/webhook-endpoints';
 
@@ -194,7 +194,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
         ...stability('experimental'),
         params: EndpointIdParams,
         response: {
-          204: { description: 'Deleted.', headers: rateLimitHeaders },
+          204: noContent('Deleted.', rateLimitHeaders),
           400: badId,
           404: notFound('webhook endpoint'),
           ...commonErrors(),
