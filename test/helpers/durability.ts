@@ -135,7 +135,11 @@ export async function startServer(env: Record<string, string>): Promise<ServerCh
       throw new Error(`server exited (${exit.code ?? exit.signal}) before listening: ${messages.join('\n')}${stderr}`);
     }),
     new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`server did not listen within 20 s: ${messages.join('\n')}${stderr}`)), 20_000);
+      timer = setTimeout(() => {
+        // Not left behind: a live child would keep the test process from ever exiting.
+        child.kill('SIGKILL');
+        reject(new Error(`server did not listen within 20 s: ${messages.join('\n')}${stderr}`));
+      }, 20_000);
     }),
   ]).finally(() => clearTimeout(timer));
   return {
