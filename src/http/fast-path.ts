@@ -2,22 +2,22 @@
 // already in memory.
 //
 // Fastify's request machinery (request and reply objects, router, hook chain, serializer
-// lookup) costs more than everything these routes do themselves (issue 5's profile). So the
-// commonest case, a valid cached key asking for a cached page or pet with tokens left in its
-// bucket, is answered here (in the same event-loop turn) with the same bytes and headers the
-// route sends. Every other request, and every error, goes to Fastify unchanged: there is one error
-// model and one validation path, and this code only ever answers 200, logged as Fastify's
-// onResponse hook logs it.
-// test/http/fast-path.test.ts checks that both paths send the same response and log line.
+// lookup) costs more than everything these routes do themselves. So the commonest case, a
+// valid cached key asking for a cached page or pet with tokens left in its bucket, is answered
+// here (in the same event-loop turn) with the same bytes and headers the route sends. Every
+// other request, and every error, goes to Fastify unchanged: there is one error model and one
+// validation path, and this code only ever answers 200, logged as Fastify's onResponse hook
+// logs it. test/http/fast-path.test.ts checks that both paths send the same response and log line.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import { type CompletedRequest, createRequestLineWriter, writesAt } from '../logger.js';
-import { PAGE_LIMIT_DEFAULT, PET_STATUSES, type PetStatus } from '../schemas/index.js';
+import type { Pet } from '../schemas/index.js';
 import type { Services } from '../services/index.js';
 import type { PageQuery } from '../services/pets.js';
 import type { RateLimiter } from '../services/rate-limit.js';
-import { GET_PET_SUNSET_AT, getPetDeprecationHeaders } from './deprecation.js';
+import { getPetDeprecationHeaders as deprecation } from './deprecation.js';
+import { LIST_PATH, type Taken, take } from './fast-path/request.js';
 import { parseBearer } from './plugins/auth.js';
 import type { ResponseRecorder } from './plugins/metrics.js';
 import { rateLimitHeaderValues } from './plugins/rate-limit.js';
@@ -46,16 +46,6 @@ export interface FastPathDeps {
   readFromStore?: boolean;
 }
 
-const PET_PREFIX = '/v1/pets/';
-const LIST_PATH = '/v1/pets';
-// Only the canonical spelling of each parameter (what our own Link headers and clients
-// send); anything else (percent-encoding, repeats, unknown names, a petId Fastify would
-// coerce) is Fastify's to validate or refuse.
-const CANONICAL_ID = /^[1-9][0-9]{0,15}$/;
-const CANONICAL_LIMIT = /^[1-9][0-9]?$|^100$/;
-const STATUSES: ReadonlySet<string> = new Set<PetStatus>(PET_STATUSES);
-const CURSOR = /^[A-Za-z0-9_-]{1,512}$/;
-
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** A page or a pet as sent: the JSON body, and for a page the Link header if a next page exists. */
@@ -64,8 +54,6 @@ interface SentPage {
   link: string | undefined;
 }
 
-type Taken = { kind: 'getPet'; id: number } | { kind: 'listPets'; query: PageQuery };
-
 interface Pending {
   req: IncomingMessage;
   res: ServerResponse;
@@ -73,46 +61,6 @@ interface Pending {
   authorization: string;
   givenRequestId: string | undefined;
   start: number;
-}
-
-/** The list query of a canonical `limit`/`status`/`cursor` query string, else undefined. */
-function listQuery(search: string): PageQuery | undefined {
-  const query: PageQuery = { limit: PAGE_LIMIT_DEFAULT };
-  let seen = 0;
-  for (const pair of search.split('&')) {
-    const eq = pair.indexOf('=');
-    const name = pair.slice(0, eq);
-    const value = pair.slice(eq + 1);
-    if (name === 'limit' && !(seen & 1) && CANONICAL_LIMIT.test(value)) {
-      query.limit = Number(value);
-      seen |= 1;
-    } else if (name === 'status' && !(seen & 2) && STATUSES.has(value)) {
-      query.status = value as PetStatus;
-      seen |= 2;
-    } else if (name === 'cursor' && !(seen & 4) && CURSOR.test(value)) {
-      query.cursor = value;
-      seen |= 4;
-    } else {
-      return undefined;
-    }
-  }
-  return query;
-}
-
-/** What a request asks for, when it is one the fast path may answer. */
-function take(req: IncomingMessage, now: number): Taken | undefined {
-  const url = req.url;
-  if (req.method !== 'GET' || url === undefined) return undefined;
-  if (url.startsWith(PET_PREFIX)) {
-    const idText = url.slice(PET_PREFIX.length);
-    if (!CANONICAL_ID.test(idText) || now >= GET_PET_SUNSET_AT) return undefined;
-    const id = Number(idText);
-    return Number.isSafeInteger(id) ? { kind: 'getPet', id } : undefined;
-  }
-  if (url === LIST_PATH) return { kind: 'listPets', query: { limit: PAGE_LIMIT_DEFAULT } };
-  if (!url.startsWith(`${LIST_PATH}?`)) return undefined;
-  const query = listQuery(url.slice(LIST_PATH.length + 1));
-  return query && { kind: 'listPets', query };
 }
 
 /** The onResponse hook's "request completed" line, with the fields taken as Fastify takes them. */
@@ -131,6 +79,11 @@ function logCompleted(write: (request: CompletedRequest) => void, reqId: string,
   });
 }
 
+type Auth = { accountId: string; keyId: string };
+type TakeNow = NonNullable<RateLimiter['takeNow']>;
+/** This flush's store reads, by what they read: identical requests share one. */
+type Reads = Map<string, Promise<SentPage>>;
+
 /**
  * Returns a handler that takes the request and returns true, or returns false having done
  * nothing. A request it takes is answered in this event-loop turn's check phase, from
@@ -142,157 +95,46 @@ function logCompleted(write: (request: CompletedRequest) => void, reqId: string,
  * covers all of them, which is exact, and costs one pread per turn instead of per request.
  */
 export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: ServerResponse, fallback: Handler) => boolean {
-  const { services, rateLimiter: limiter, clock, wire, record, answered, requestId, closing, log, readFromStore = false } = deps;
-  const { takeNow } = limiter;
+  const { takeNow } = deps.rateLimiter;
   if (!takeNow) return () => false;
-  const rateLimit = rateLimitHeaderValues(limiter);
-  const recordPet = record.fixed('GET', '/v1/pets/:petId', 200);
-  const recordList = record.fixed('GET', '/v1/pets', 200);
-  const deprecation = getPetDeprecationHeaders;
-  const writeRequestLine = createRequestLineWriter(log);
-  let pending: Pending[] = [];
-  let fallbackOf: Handler = () => undefined;
+  return new FastPath(deps, takeNow).handle;
+}
 
-  /**
-   * Answers from memory and returns true, or returns false having written nothing, or (on a
-   * store without a cache) the account whose page or pet is to be read from the store.
-   */
-  function answer(item: Pending): boolean | { accountId: string; keyId: string } {
-    const { taken, authorization } = item;
-    if (closing()) return false;
-    const token = parseBearer(authorization);
-    const auth = token === undefined ? undefined : services.apiKeys.authenticateCached(token);
-    if (!auth) return false;
-    if (readFromStore) return auth;
-    let body: string | undefined;
-    let link: string | undefined;
-    if (taken.kind === 'getPet') {
-      const pet = services.pets.getCached(auth.accountId, taken.id);
-      body = pet && wire.pets.get(pet);
-    } else {
-      // A bad cursor throws InvalidCursorError: Fastify, asked to answer, throws it again.
-      const page = services.pets.listCached(auth.accountId, taken.query);
-      const sent = page && wire.pages.get(page);
-      body = sent?.body;
-      link = sent?.link;
-    }
-    if (body === undefined) return false;
-    return send(item, auth, body, link);
+/** Remembers `read` under `key` and returns it. */
+function remember(reads: Reads, key: string, read: Promise<SentPage>): Promise<SentPage> {
+  reads.set(key, read);
+  return read;
+}
+
+// The route's serializer writes a Pet's fields in schema order and nothing else; the store's
+// Pets hold exactly those, in that order, so JSON.stringify writes the same bytes (for a page
+// too; test/http/fast-path-postgres.test.ts compares the two paths byte for byte).
+function sentPet(pet: Pet): SentPage {
+  return { body: JSON.stringify(pet), link: undefined };
+}
+
+class FastPath {
+  private readonly rateLimit: ReturnType<typeof rateLimitHeaderValues>;
+  private readonly recordPet: (ms: number) => void;
+  private readonly recordList: (ms: number) => void;
+  private readonly writeRequestLine: (request: CompletedRequest) => void;
+  private pending: Pending[] = [];
+  private fallback: Handler = () => undefined;
+
+  constructor(
+    private readonly deps: FastPathDeps,
+    private readonly takeNow: TakeNow,
+  ) {
+    this.rateLimit = rateLimitHeaderValues(deps.rateLimiter);
+    this.recordPet = deps.record.fixed('GET', '/v1/pets/:petId', 200);
+    this.recordList = deps.record.fixed('GET', '/v1/pets', 200);
+    this.writeRequestLine = createRequestLineWriter(deps.log);
   }
 
-  /** Takes a token and writes the 200 (true), or returns false having written nothing. */
-  function send({ req, res, taken, givenRequestId, start }: Pending, auth: { accountId: string; keyId: string }, body: string, link: string | undefined): boolean {
-    // A refusal takes no token, so Fastify's hook, asking again, refuses it too (429).
-    const decision = takeNow!.call(limiter, auth.keyId);
-    if (!decision.allowed) return false;
-    const reqId = requestId(givenRequestId);
-    // The same headers, in the same order, as the routes and their hooks set them.
-    const headers = [
-      'x-request-id', reqId,
-      'x-content-type-options', 'nosniff',
-      'cache-control', 'no-store',
-      'ratelimit-policy', rateLimit.policy,
-      'ratelimit', rateLimit.of(decision),
-    ];
-    if (link !== undefined) headers.push('link', link);
-    headers.push('content-type', 'application/json; charset=utf-8');
-    if (taken.kind === 'getPet') {
-      wire.deprecatedCallsOf(auth.accountId).inc();
-      headers.push('deprecation', deprecation.deprecation, 'sunset', deprecation.sunset, 'link', deprecation.link);
-    }
-    headers.push('content-length', String(Buffer.byteLength(body)));
-    res.writeHead(200, headers);
-    res.end(body);
-    const ms = performance.now() - start;
-    (taken.kind === 'getPet' ? recordPet : recordList)(ms);
-    answered.count++;
-    if (writesAt(log, 'info')) logCompleted(writeRequestLine, reqId, req, ms);
-    return true;
-  }
-
-  /**
-   * A page read from the store, then answered like a cached one. Anything unusual (the store
-   * failing, a bad cursor, shutdown meanwhile, no token left) goes to Fastify before a token
-   * is taken or a byte written, so Fastify answers it with its own checks and error model.
-   */
-  async function answerFromStore(item: Pending, auth: { accountId: string; keyId: string }, read: Promise<SentPage>): Promise<void> {
-    let done = false;
-    try {
-      const { body, link } = await read;
-      if (closing() || item.res.destroyed) return;
-      done = send(item, auth, body, link);
-    } catch (error) {
-      if (item.res.headersSent) {
-        log.error({ err: error }, 'fast path failed after answering');
-        return;
-      }
-    } finally {
-      if (!done && !item.res.headersSent) fallbackOf(item.req, item.res);
-    }
-  }
-
-  /**
-   * One store read for all the identical requests of one flush, by `key`. All of them arrived
-   * before the query is sent, so its answer is as fresh as each one's own would be (a client's
-   * committed create is seen by its later read). Each request still takes its own token, and
-   * falls back to Fastify on its own if the read fails (a missing pet rejects).
-   */
-  function shared(reads: Map<string, Promise<SentPage>>, key: string, read: () => Promise<SentPage>): Promise<SentPage> {
-    let answer = reads.get(key);
-    if (answer === undefined) {
-      answer = read();
-      reads.set(key, answer);
-    }
-    return answer;
-  }
-
-  // The route's serializer writes a Pet's fields in schema order and nothing else; the store's
-  // Pets hold exactly those, in that order, so JSON.stringify writes the same bytes
-  // (test/http/fast-path-postgres.test.ts compares the two paths byte for byte).
-  const readPage = (reads: Map<string, Promise<SentPage>>, accountId: string, query: PageQuery) =>
-    shared(reads, `${accountId}\0${query.limit}\0${query.status ?? ''}\0${query.cursor ?? ''}`, () =>
-      services.pets.list(accountId, query).then((page) => ({
-        body: JSON.stringify(page.pets),
-        link: page.nextCursor ? nextPageLink(LIST_PATH, query.limit, query.status, page.nextCursor) : undefined,
-      })),
-    );
-  const readPet = (reads: Map<string, Promise<SentPage>>, accountId: string, id: number) =>
-    shared(reads, `${accountId}\0#${id}`, () => services.pets.get(accountId, id).then((pet) => ({ body: JSON.stringify(pet), link: undefined })));
-
-  function flush(): void {
-    const batch = pending;
-    pending = [];
-    let reads: Map<string, Promise<SentPage>> | undefined;
-    // One synchronous run: the store asks its change check once for the whole batch.
-    for (const item of batch) {
-      let done = false;
-      try {
-        const answered = answer(item);
-        // On a store without a cache, the account to read for comes back.
-        if (typeof answered === 'object') {
-          reads ??= new Map();
-          const { taken } = item;
-          const read = taken.kind === 'listPets' ? readPage(reads, answered.accountId, taken.query) : readPet(reads, answered.accountId, taken.id);
-          void answerFromStore(item, answered, read);
-          continue;
-        }
-        done = answered === true;
-      } catch (error) {
-        // Thrown before anything was written (a bad cursor, a store failure): Fastify
-        // answers, with the error model and its own try. After the answer was written (the
-        // log line failing, say), there is nothing left to answer.
-        if (item.res.headersSent) {
-          log.error({ err: error }, 'fast path failed after answering');
-          continue;
-        }
-      }
-      if (!done) fallbackOf(item.req, item.res);
-    }
-  }
-
-  return function fastPath(req, res, fallback) {
-    const taken = take(req, clock.now());
-    if (!taken || closing()) return false;
+  /** The request handler (an arrow, so it is handed out once, already bound). */
+  readonly handle = (req: IncomingMessage, res: ServerResponse, fallback: Handler): boolean => {
+    const taken = take(req, this.deps.clock.now());
+    if (!taken || this.deps.closing()) return false;
     // The raw header list, not req.headers, which Node builds on first use. A body on a GET
     // is Fastify's to drain; a repeated header is Fastify's to interpret.
     let authorization: string | undefined;
@@ -311,8 +153,143 @@ export function createFastPath(deps: FastPathDeps): (req: IncomingMessage, res: 
       }
     }
     if (authorization === undefined) return false;
-    fallbackOf = fallback;
-    if (pending.push({ req, res, taken, authorization, givenRequestId, start: performance.now() }) === 1) setImmediate(flush);
+    this.fallback = fallback;
+    if (this.pending.push({ req, res, taken, authorization, givenRequestId, start: performance.now() }) === 1) setImmediate(this.flush);
     return true;
   };
+
+  /** Answers or hands to Fastify every request taken this turn (an arrow: bound once). */
+  private readonly flush = (): void => {
+    const batch = this.pending;
+    this.pending = [];
+    let reads: Reads | undefined;
+    // One synchronous run: the store asks its change check once for the whole batch.
+    for (const item of batch) {
+      let done = false;
+      try {
+        const answered = this.answer(item);
+        // On a store without a cache, the account to read for comes back.
+        if (typeof answered === 'object') {
+          reads ??= new Map();
+          const { taken } = item;
+          const read = taken.kind === 'listPets' ? this.readPage(reads, answered.accountId, taken.query) : this.readPet(reads, answered.accountId, taken.id);
+          void this.answerFromStore(item, answered, read);
+          continue;
+        }
+        done = answered;
+      } catch (error) {
+        // Thrown before anything was written (a bad cursor, a store failure): Fastify
+        // answers, with the error model and its own try. After the answer was written (the
+        // log line failing, say), there is nothing left to answer.
+        if (item.res.headersSent) {
+          this.deps.log.error({ err: error }, 'fast path failed after answering');
+          continue;
+        }
+      }
+      if (!done) this.fallback(item.req, item.res);
+    }
+  };
+
+  /**
+   * Answers from memory and returns true, or returns false having written nothing, or (on a
+   * store without a cache) the account whose page or pet is to be read from the store.
+   */
+  private answer(item: Pending): boolean | Auth {
+    const { taken, authorization } = item;
+    const { services, closing, wire } = this.deps;
+    if (closing()) return false;
+    const token = parseBearer(authorization);
+    const auth = token === undefined ? undefined : services.apiKeys.authenticateCached(token);
+    if (!auth) return false;
+    if (this.deps.readFromStore) return auth;
+    let body: string | undefined;
+    let link: string | undefined;
+    if (taken.kind === 'getPet') {
+      const pet = services.pets.getCached(auth.accountId, taken.id);
+      body = pet && wire.pets.get(pet);
+    } else {
+      // A bad cursor throws InvalidCursorError: Fastify, asked to answer, throws it again.
+      const page = services.pets.listCached(auth.accountId, taken.query);
+      const sent = page && wire.pages.get(page);
+      body = sent?.body;
+      link = sent?.link;
+    }
+    if (body === undefined) return false;
+    return this.send(item, auth, body, link);
+  }
+
+  /** Takes a token and writes the 200 (true), or returns false having written nothing. */
+  private send({ req, res, taken, givenRequestId, start }: Pending, auth: Auth, body: string, link: string | undefined): boolean {
+    const { rateLimiter, wire, log } = this.deps;
+    // A refusal takes no token, so Fastify's hook, asking again, refuses it too (429).
+    const decision = this.takeNow.call(rateLimiter, auth.keyId);
+    if (!decision.allowed) return false;
+    const reqId = this.deps.requestId(givenRequestId);
+    // The same headers, in the same order, as the routes and their hooks set them.
+    const headers = [
+      'x-request-id', reqId,
+      'x-content-type-options', 'nosniff',
+      'cache-control', 'no-store',
+      'ratelimit-policy', this.rateLimit.policy,
+      'ratelimit', this.rateLimit.of(decision),
+    ];
+    if (link !== undefined) headers.push('link', link);
+    headers.push('content-type', 'application/json; charset=utf-8');
+    if (taken.kind === 'getPet') {
+      wire.deprecatedCallsOf(auth.accountId).inc();
+      headers.push('deprecation', deprecation.deprecation, 'sunset', deprecation.sunset, 'link', deprecation.link);
+    }
+    headers.push('content-length', String(Buffer.byteLength(body)));
+    res.writeHead(200, headers);
+    res.end(body);
+    const ms = performance.now() - start;
+    (taken.kind === 'getPet' ? this.recordPet : this.recordList)(ms);
+    this.deps.answered.count++;
+    if (writesAt(log, 'info')) logCompleted(this.writeRequestLine, reqId, req, ms);
+    return true;
+  }
+
+  /**
+   * A page read from the store, then answered like a cached one. Anything unusual (the store
+   * failing, a bad cursor, shutdown meanwhile, no token left) goes to Fastify before a token
+   * is taken or a byte written, so Fastify answers it with its own checks and error model.
+   */
+  private async answerFromStore(item: Pending, auth: Auth, read: Promise<SentPage>): Promise<void> {
+    let done = false;
+    try {
+      const { body, link } = await read;
+      if (this.deps.closing() || item.res.destroyed) return;
+      done = this.send(item, auth, body, link);
+    } catch (error) {
+      if (item.res.headersSent) {
+        this.deps.log.error({ err: error }, 'fast path failed after answering');
+        return;
+      }
+    } finally {
+      if (!done && !item.res.headersSent) this.fallback(item.req, item.res);
+    }
+  }
+
+  /**
+   * One store read for all the identical requests of one flush. All of them arrived before the
+   * query is sent, so its answer is as fresh as each one's own would be (a client's committed
+   * create is seen by its later read). Each request still takes its own token, and falls back
+   * to Fastify on its own if the read fails (a missing pet rejects).
+   */
+  private readPage(reads: Reads, accountId: string, query: PageQuery): Promise<SentPage> {
+    const key = `${accountId}\0${query.limit}\0${query.status ?? ''}\0${query.cursor ?? ''}`;
+    const read = reads.get(key);
+    if (read !== undefined) return read;
+    const sent = this.deps.services.pets.list(accountId, query).then((page) => ({
+      body: JSON.stringify(page.pets),
+      link: page.nextCursor ? nextPageLink(LIST_PATH, query.limit, query.status, page.nextCursor) : undefined,
+    }));
+    return remember(reads, key, sent);
+  }
+
+  /** One store read for all the identical requests of one flush, as readPage. */
+  private readPet(reads: Reads, accountId: string, id: number): Promise<SentPage> {
+    const key = `${accountId}\0#${id}`;
+    return reads.get(key) ?? remember(reads, key, this.deps.services.pets.get(accountId, id).then(sentPet));
+  }
 }

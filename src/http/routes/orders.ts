@@ -28,9 +28,20 @@ const LIFECYCLE =
 const notFound = (what: string) => errorResponse(`No ${what} with this id in your account (\`not_found\`).`, rateLimitHeaders);
 const badRequest = (what: string) => errorResponse(`${what} (\`invalid_request\`).`, rateLimitHeaders);
 
+type App = Parameters<FastifyPluginAsyncTypebox>[0];
+type OrderService = Services['orders'];
+
 export const orderRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   const orders = services.orders;
+  // One function per operation, registered in the order the served document lists them.
+  listOrders(app, orders);
+  placeOrder(app, orders);
+  getOrder(app, orders);
+  transition(app, orders, 'deliver', 'deliverOrder', 'Deliver an order', 'Marks a `placed` order `delivered` and its pet `sold`, together.');
+  transition(app, orders, 'cancel', 'cancelOrder', 'Cancel an order', 'Marks a `placed` order `cancelled` and its pet `available` again, together.');
+};
 
+function listOrders(app: App, orders: OrderService): void {
   app.get(
     ORDERS_PATH,
     {
@@ -61,7 +72,9 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       return page.orders;
     },
   );
+}
 
+function placeOrder(app: App, orders: OrderService): void {
   app.post(
     ORDERS_PATH,
     {
@@ -110,7 +123,9 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       return reply.status(201).header('location', `${ORDERS_PATH}/${order.id}`).send(order);
     },
   );
+}
 
+function getOrder(app: App, orders: OrderService): void {
   app.get(
     `${ORDERS_PATH}/:orderId`,
     {
@@ -131,38 +146,38 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     },
     async (request) => orders.get(accountId(request), request.params.orderId),
   );
+}
 
-  const transition = (action: OrderAction, operationId: string, summary: string, effect: string) =>
-    app.post(
-      `${ORDERS_PATH}/:orderId/${action}`,
-      {
-        schema: {
-          operationId,
-          tags: ['animals'],
-          summary,
-          description:
-            `${effect} Only a \`placed\` order can move. Asking again once it is done answers 200 with the order unchanged ` +
-            '(safe to retry); any other move answers 409 `invalid_transition`, naming the current status. No body is needed; ' +
-            'if one is sent it must be `{}`.',
-          ...stability('experimental'),
-          params: OrderIdParams,
-          body: EmptyBody,
-          response: {
-            200: success('The order after the move (or unchanged, when it was already done).', ref(Order), rateLimitHeaders),
-            400: errorResponse(
-              '`orderId` is not an integer from 1 to 9007199254740991 or a body other than `{}` was sent (`invalid_request`); ' +
-                'a body that is not JSON (`invalid_json`) or not sent as application/json (`invalid_content_type`).',
-              rateLimitHeaders,
-            ),
-            404: notFound('order'),
-            409: errorResponse('The order is in a status this move cannot start from (`invalid_transition`).', rateLimitHeaders),
-            413: errorResponse('The body is larger than 64 KiB (`payload_too_large`).', rateLimitHeaders),
-            ...commonErrors(),
-          },
+/** deliverOrder and cancelOrder: the same move from `placed`, to another status. */
+function transition(app: App, orders: OrderService, action: OrderAction, operationId: string, summary: string, effect: string): void {
+  app.post(
+    `${ORDERS_PATH}/:orderId/${action}`,
+    {
+      schema: {
+        operationId,
+        tags: ['animals'],
+        summary,
+        description:
+          `${effect} Only a \`placed\` order can move. Asking again once it is done answers 200 with the order unchanged ` +
+          '(safe to retry); any other move answers 409 `invalid_transition`, naming the current status. No body is needed; ' +
+          'if one is sent it must be `{}`.',
+        ...stability('experimental'),
+        params: OrderIdParams,
+        body: EmptyBody,
+        response: {
+          200: success('The order after the move (or unchanged, when it was already done).', ref(Order), rateLimitHeaders),
+          400: errorResponse(
+            '`orderId` is not an integer from 1 to 9007199254740991 or a body other than `{}` was sent (`invalid_request`); ' +
+              'a body that is not JSON (`invalid_json`) or not sent as application/json (`invalid_content_type`).',
+            rateLimitHeaders,
+          ),
+          404: notFound('order'),
+          409: errorResponse('The order is in a status this move cannot start from (`invalid_transition`).', rateLimitHeaders),
+          413: errorResponse('The body is larger than 64 KiB (`payload_too_large`).', rateLimitHeaders),
+          ...commonErrors(),
         },
       },
-      async (request) => orders.act(accountId(request), request.params.orderId, action),
-    );
-  transition('deliver', 'deliverOrder', 'Deliver an order', 'Marks a `placed` order `delivered` and its pet `sold`, together.');
-  transition('cancel', 'cancelOrder', 'Cancel an order', 'Marks a `placed` order `cancelled` and its pet `available` again, together.');
-};
+    },
+    async (request) => orders.act(accountId(request), request.params.orderId, action),
+  );
+}

@@ -83,9 +83,23 @@ const ListEndpointsQuery = Type.Object(
 );
 const ListDeliveriesQuery = pageQuery('deliveries', ref(DeliveryStatus));
 
+type App = Parameters<FastifyPluginAsyncTypebox>[0];
+type WebhookService = Services['webhooks'];
+
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   const webhooks = services.webhooks;
+  // One function per operation, registered in the order the served document lists them.
+  createWebhookEndpoint(app, webhooks);
+  listWebhookEndpoints(app, webhooks);
+  getWebhookEndpoint(app, webhooks);
+  updateWebhookEndpoint(app, webhooks);
+  deleteWebhookEndpoint(app, webhooks);
+  rotateWebhookEndpointSecret(app, webhooks);
+  listWebhookDeliveries(app, webhooks);
+  retryWebhookDelivery(app, webhooks);
+};
 
+function createWebhookEndpoint(app: App, webhooks: WebhookService): void {
   app.post(
     ENDPOINTS_PATH,
     {
@@ -115,7 +129,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
       return reply.status(201).header('location', `${ENDPOINTS_PATH}/${created.id}`).send(created);
     },
   );
+}
 
+function listWebhookEndpoints(app: App, webhooks: WebhookService): void {
   app.get(
     ENDPOINTS_PATH,
     {
@@ -140,7 +156,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
       return page.endpoints;
     },
   );
+}
 
+function getWebhookEndpoint(app: App, webhooks: WebhookService): void {
   app.get(
     `${ENDPOINTS_PATH}/:endpointId`,
     {
@@ -156,7 +174,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     },
     async (request) => webhooks.get(accountId(request), request.params.endpointId),
   );
+}
 
+function updateWebhookEndpoint(app: App, webhooks: WebhookService): void {
   app.patch(
     `${ENDPOINTS_PATH}/:endpointId`,
     {
@@ -182,7 +202,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     },
     async (request) => webhooks.update(accountId(request), request.params.endpointId, request.body),
   );
+}
 
+function deleteWebhookEndpoint(app: App, webhooks: WebhookService): void {
   app.delete(
     `${ENDPOINTS_PATH}/:endpointId`,
     {
@@ -206,7 +228,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
       return reply.status(204).send();
     },
   );
+}
 
+function rotateWebhookEndpointSecret(app: App, webhooks: WebhookService): void {
   app.post(
     `${ENDPOINTS_PATH}/:endpointId/rotate-secret`,
     {
@@ -232,7 +256,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     },
     async (request) => webhooks.rotateSecret(accountId(request), request.params.endpointId),
   );
+}
 
+function listWebhookDeliveries(app: App, webhooks: WebhookService): void {
   app.get(
     `${ENDPOINTS_PATH}/:endpointId/deliveries`,
     {
@@ -262,7 +288,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
       return page.deliveries;
     },
   );
+}
 
+function retryWebhookDelivery(app: App, webhooks: WebhookService): void {
   app.post(
     `${ENDPOINTS_PATH}/:endpointId/deliveries/:deliveryId/retry`,
     {
@@ -292,4 +320,4 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
       return reply.status(202).send(await webhooks.retryDelivery(accountId(request), endpointId, deliveryId));
     },
   );
-};
+}
