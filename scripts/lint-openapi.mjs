@@ -17,7 +17,7 @@ const { createStore } = await import('../dist/store/index.js');
 const config = loadConfig({ ...process.env, PETSTORE_DATABASE_URL: path.join(dir, 'petstore.db'), PETSTORE_LOG_LEVEL: 'silent' });
 const store = await createStore(config);
 await store.migrate();
-const app = await buildApp({ config, store, logger: createLogger(config) });
+const app = await buildApp({ config, store, logger: createLogger(config.logging) });
 const documents = [
   { url: '/v1/openapi.json', file: out },
   { url: '/example/v1/openapi.json', file: path.join(dir, 'example-openapi.json') },

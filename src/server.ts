@@ -26,7 +26,7 @@ export interface StartOptions {
 }
 
 /** Applies pending migrations, or refuses to start with pending ones when PETSTORE_MIGRATE_ON_START=false. */
-export async function prepareSchema(config: Config, store: Store, logger: Logger): Promise<void> {
+export async function prepareSchema(config: Config['database'], store: Store, logger: Logger): Promise<void> {
   if (config.migrateOnStart) {
     const applied = await store.migrate();
     if (applied.length > 0) logger.info({ applied }, 'applied migrations');
@@ -57,10 +57,10 @@ function disablePretenuring(): void {
 }
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<FastifyInstance> {
-  if (isPostgresUrl(config.databaseUrl)) disablePretenuring();
-  const logger = createLogger(config);
+  if (isPostgresUrl(config.database.url)) disablePretenuring();
+  const logger = createLogger(config.logging);
   const store = await createStore(config);
-  if (options.migrations !== 'skip') await prepareSchema(config, store, logger);
+  if (options.migrations !== 'skip') await prepareSchema(config.database, store, logger);
   const app = await buildApp({ config, store, logger });
   let listening = false;
   let signalledEarly: string | undefined;
@@ -77,12 +77,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const deadline = setTimeout(() => {
       logger.error('shutdown deadline passed; exiting with requests still open');
       exitAfterFlush(logger, 1);
-    }, config.shutdownDelayMs + config.shutdownTimeoutMs);
+    }, config.shutdown.delayMs + config.shutdown.timeoutMs);
     deadline.unref();
-    if (config.shutdownDelayMs > 0) {
-      logger.info({ signal, delayMs: config.shutdownDelayMs }, 'shutting down: draining (/readyz answers 503) before closing');
+    if (config.shutdown.delayMs > 0) {
+      logger.info({ signal, delayMs: config.shutdown.delayMs }, 'shutting down: draining (/readyz answers 503) before closing');
       app.drain();
-      setTimeout(() => close(signal), config.shutdownDelayMs);
+      setTimeout(() => close(signal), config.shutdown.delayMs);
     } else close(signal);
   };
   const close = (signal: string) => {
@@ -105,7 +105,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   listen('SIGTERM', () => shutdown('SIGTERM'));
   listen('SIGINT', () => shutdown('SIGINT'));
 
-  await app.listen({ host: config.host, port: config.port });
+  await app.listen({ host: config.http.host, port: config.http.port });
   listening = true;
   if (signalledEarly) shutdown(signalledEarly);
   return app;

@@ -118,7 +118,7 @@ export async function main(argv: string[]): Promise<number> {
       if (isClusterWorker()) {
         await runWorker(config);
       } else if (workers > 1) {
-        if (!isPostgresUrl(config.databaseUrl) && sqlitePath(config.databaseUrl) === ':memory:') {
+        if (!isPostgresUrl(config.database.url) && sqlitePath(config.database.url) === ':memory:') {
           throw new UsageError('--workers needs a database the workers can share; an in-memory SQLite database would be one per worker.');
         }
         await runPrimary(config, workers);

@@ -28,7 +28,7 @@ import { createMessageWorker, type Deliver } from '../services/message-worker.js
 import { createWebhookWorker, type Send } from '../services/webhook-worker.js';
 import { eventSchemas } from '../schemas/events.js';
 import { observeEvents } from '../store/instrumented.js';
-import { checkWebhookUrl, parseAllowedNetworks } from '../webhooks/address-policy.js';
+import { checkWebhookUrl } from '../webhooks/address-policy.js';
 import { createWebhookSender, type WebhookResolver } from '../webhooks/sender.js';
 import { createValidatorCompiler } from './validation.js';
 
@@ -86,8 +86,8 @@ function parseJson(body: Buffer): unknown {
   }
 }
 
-function createRateLimiter(config: Config, log: FastifyBaseLogger, countError: () => void): RateLimiter {
-  const options = { ratePerSecond: config.rateLimitPerSecond, capacity: config.rateLimitBurst };
+function createRateLimiter(config: Config['rateLimits'], log: FastifyBaseLogger, countError: () => void): RateLimiter {
+  const options = { ratePerSecond: config.perSecond, capacity: config.burst };
   if (!config.redisUrl) return createMemoryRateLimiter(options);
   let lastLogged = 0;
   return createRedisRateLimiter(config.redisUrl, {
@@ -115,7 +115,7 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
   let fastPath: (req: IncomingMessage, res: ServerResponse, fallback: Handler) => boolean = () => false;
   const app = Fastify({
     loggerInstance: logger,
-    bodyLimit: config.bodyLimit,
+    bodyLimit: config.http.bodyLimit,
     requestIdHeader: false,
     genReqId: (req: IncomingMessage) => requestId(req.headers['x-request-id']),
     childLoggerFactory: lazyChildLoggerFactory,
@@ -126,9 +126,9 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
     serverFactory: (handler) => {
       const server = createServer(
         {
-          requestTimeout: config.requestTimeoutMs,
-          headersTimeout: config.requestTimeoutMs,
-          connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs),
+          requestTimeout: config.http.requestTimeoutMs,
+          headersTimeout: config.http.requestTimeoutMs,
+          connectionsCheckingInterval: Math.min(1000, config.http.requestTimeoutMs),
           // HTTP/1.0 clients may omit Host; we route on the path only.
           requireHostHeader: false,
           // Longer than common load-balancer idle timeouts (60 s), so the balancer closes
@@ -163,14 +163,13 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
   let wakeWorker = () => {};
   let wakeWebhooks = () => {};
   // Every change that wrote events is counted, and wakes the webhook worker (a delivery may be due).
-  const observedStore = config.events
+  const observedStore = config.events.enabled
     ? observeEvents(timedStore, (types) => {
         for (const type of types) metrics.eventsWritten.labels({ type }).inc();
         wakeWebhooks();
       })
     : timedStore;
-  const allowedNetworks = parseAllowedNetworks(config.webhookAllowedNetworks);
-  const urlPolicy = { allowHttp: config.webhookAllowHttp, allowed: allowedNetworks };
+  const urlPolicy = { allowHttp: config.webhooks.allowHttp, allowed: config.webhooks.allowedNetworks };
   const services = await createServices({
     store: observedStore,
     clock,
@@ -180,11 +179,11 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
       const checked = checkWebhookUrl(url, urlPolicy);
       return checked.ok ? undefined : checked.reason;
     },
-    webhookSecretOverlapSeconds: config.webhookSecretOverlapSeconds,
+    webhookSecretOverlapSeconds: config.webhooks.secretOverlapSeconds,
     onDeliveryDue: () => wakeWebhooks(),
   });
   app.decorate('services', services);
-  if (config.messageWorker) {
+  if (config.workers.messages) {
     const worker = createMessageWorker({
       store: timedStore,
       clock,
@@ -201,10 +200,10 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
     // After the last request: what the worker holds is finished before the store closes.
     app.addHook('onClose', async () => worker.stop());
   }
-  if (config.webhookWorker) {
+  if (config.workers.webhooks) {
     const sender = webhookSend
       ? undefined
-      : createWebhookSender({ ...urlPolicy, timeoutMs: config.webhookTimeoutMs, maxSockets: config.webhookEndpointConcurrency, ...(webhookResolver ? { resolve: webhookResolver } : {}) });
+      : createWebhookSender({ ...urlPolicy, timeoutMs: config.webhooks.timeoutMs, maxSockets: config.webhooks.endpointConcurrency, ...(webhookResolver ? { resolve: webhookResolver } : {}) });
     const worker = createWebhookWorker({
       store: timedStore,
       clock,
@@ -218,10 +217,10 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
         endpointDisabled: () => metrics.webhookEndpointsDisabled.inc(),
       },
       options: {
-        schedule: config.webhookRetrySchedule,
-        timeoutMs: config.webhookTimeoutMs,
-        concurrency: config.webhookConcurrency,
-        endpointConcurrency: config.webhookEndpointConcurrency,
+        schedule: config.webhooks.retrySchedule,
+        timeoutMs: config.webhooks.timeoutMs,
+        concurrency: config.webhooks.concurrency,
+        endpointConcurrency: config.webhooks.endpointConcurrency,
       },
     });
     wakeWebhooks = worker.wake;
@@ -232,7 +231,7 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
       sender?.close();
     });
   }
-  const rateLimiter = createRateLimiter(config, app.log, () => metrics.rateLimiterErrors.inc());
+  const rateLimiter = createRateLimiter(config.rateLimits, app.log, () => metrics.rateLimiterErrors.inc());
   app.addHook('onClose', async () => rateLimiter.close());
   const purge = setInterval(() => {
     services.pets.purgeExpiredIdempotencyKeys().catch((err: unknown) => app.log.warn({ err }, 'idempotency key purge failed'));
@@ -241,7 +240,7 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
   app.addHook('onClose', async () => clearInterval(purge));
   // Events older than the retention are pruned hourly (and once soon after start).
   const pruneEvents = () =>
-    services.events.prune(clock.now(), config.eventRetentionDays).catch((err: unknown) => app.log.warn({ err }, 'event pruning failed'));
+    services.events.prune(clock.now(), config.events.retentionDays).catch((err: unknown) => app.log.warn({ err }, 'event pruning failed'));
   const prune = setInterval(pruneEvents, 60 * 60 * 1000);
   prune.unref();
   const firstPrune = setTimeout(pruneEvents, 60_000);
@@ -253,7 +252,7 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
 
   for (const schema of [...sharedSchemas, ...eventSchemas]) app.addSchema(schema);
   app.setValidatorCompiler(createValidatorCompiler([...sharedSchemas, ...eventSchemas]));
-  registerErrorHandling(app, config.bodyLimit);
+  registerErrorHandling(app, config.http.bodyLimit);
 
   app.decorateRequest('auth', null);
   app.removeAllContentTypeParsers();
@@ -305,16 +304,16 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
     methodsByUrl.set(route.url, methods);
   });
 
-  const record = registerMetrics(app, metrics, store, config.metricsToken);
-  const openApiDocument = await registerOpenApi(app, config);
+  const record = registerMetrics(app, metrics, store, config.metrics.token);
+  const openApiDocument = await registerOpenApi(app, config.docs);
   // Set when the example API registers its document (below); both are built once the app is ready.
   let exampleDocument: () => Record<string, unknown> = () => ({});
   await app.register(healthRoutes, { store });
-  await app.register(portal, { enabled: config.docs, openApiDocuments: () => [openApiDocument(), exampleDocument()] });
+  await app.register(portal, { enabled: config.docs.portal, openApiDocuments: () => [openApiDocument(), exampleDocument()] });
   const wire = createPetWire(metrics);
   await app.register(v1Routes, { services, clock, rateLimiter, metrics, wire });
-  await app.register(exampleApi, { config, services, rateLimiter, metrics, onDocument: (document) => (exampleDocument = document) });
-  if (config.fastPath) {
+  await app.register(exampleApi, { config: config.docs, services, rateLimiter, metrics, onDocument: (document) => (exampleDocument = document) });
+  if (config.http.fastPath) {
     fastPath = createFastPath({
       readFromStore: store.kind === 'postgres',
       services,

@@ -78,7 +78,7 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
   });
   const store = await createStore(config);
   await store.migrate();
-  const logger = createLogger(config, sink);
+  const logger = createLogger(config.logging, sink);
   const app = await buildApp({ config, store, logger, ...(options.clock ? { clock: options.clock } : {}), ...(options.deliver ? { deliver: options.deliver } : {}),
     // Tests send traffic only to 127.0.0.1: a webhook host name resolves only when the test says how.
     webhookResolver: options.webhookResolver ?? (async (name) => { throw Object.assign(new Error(`test resolver: ${name} is not resolvable in tests`), { code: 'ENOTFOUND' }); }),

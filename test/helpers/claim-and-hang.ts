@@ -7,11 +7,12 @@ import { runIdempotent } from '../../src/services/idempotency.js';
 import { requestHash } from '../../src/services/pets.js';
 import { createStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/types.js';
+import { storeConfig } from './store-config.js';
 
 const [databaseUrl, accountId, key, name] = process.argv.slice(2) as [string, string, string, string];
 // Stays up (the renewal timer is unref'd) until killed.
 setInterval(() => {}, 1 << 30);
-const store = await createStore({ databaseUrl, pgPoolMax: 2 });
+const store = await createStore(storeConfig(databaseUrl, { pgPoolMax: 2 }));
 const original = store.claimIdempotencyKey.bind(store);
 const watched: Store = {
   ...store,

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { systemClock } from '../../src/clock.js';
 import { createServices } from '../../src/services/index.js';
 import { createStore } from '../../src/store/index.js';
+import { storeConfig } from './store-config.js';
 
 const BIN = path.resolve('bin/petstore.js');
 
@@ -187,7 +188,7 @@ export async function createAccountWithKey(
 ): Promise<{ accountId: string; keyId: string; key: string }> {
   const databaseUrl = env.PETSTORE_DATABASE_URL;
   if (!databaseUrl) throw new Error('createAccountWithKey needs PETSTORE_DATABASE_URL');
-  const store = await createStore({ databaseUrl, pgPoolMax: 1 });
+  const store = await createStore(storeConfig(databaseUrl, { pgPoolMax: 1 }));
   try {
     const services = await createServices({ store, clock: systemClock, environment: 'production' });
     const account = await services.accounts.create(name);
