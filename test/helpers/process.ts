@@ -66,6 +66,8 @@ export interface ServerProcess {
 }
 
 export interface StartServerOptions {
+  /** The command to run: `serve` (default) or `worker` (whose health port listens with the same log line). */
+  command?: 'serve' | 'worker';
   /**
    * The stdout pattern that means "ready"; its first group must be the base URL. Default: the
    * primary's "cluster ready" line when args ask for more than one worker (each worker's own
@@ -103,13 +105,13 @@ function parseLines(text: string): LogLine[] {
   return lines;
 }
 
-/** Starts `petstore serve` on a free port and resolves once it listens (with --workers N, once all N do). */
+/** Starts `petstore serve` (or `worker`) on a free port and resolves once it listens (with --workers N, once all N do). */
 export async function startServerProcess(
   env: Record<string, string>,
   args: string[] = [],
   options: StartServerOptions = {},
 ): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
+  const child = spawn(process.execPath, [BIN, options.command ?? 'serve', ...args], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', PETSTORE_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
