@@ -10,7 +10,7 @@ import { createLogger, createLogDestination, createRequestLineWriter } from '../
 const lines = Number(process.argv[2] ?? 100_000);
 const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'petstore-log-line-')), 'out.log');
 const fd = fs.openSync(file, 'w');
-const logger = createLogger({ logLevel: 'info' }, createLogDestination(fd));
+const logger = createLogger({ level: 'info' }, createLogDestination(fd));
 // The shape Fastify's serializers give the per-request line (see src/http/fast-path.ts).
 const child = logger.child({}, {
   serializers: {

@@ -13,11 +13,12 @@ const { loadConfig } = await import('../dist/config.js');
 const { buildApp } = await import('../dist/http/app.js');
 const { createLogger } = await import('../dist/logger.js');
 const { createStore } = await import('../dist/store/index.js');
+const { createWakeups } = await import('../dist/runtime/wakeups.js');
 
 const config = loadConfig({ ...process.env, PETSTORE_DATABASE_URL: path.join(dir, 'petstore.db'), PETSTORE_LOG_LEVEL: 'silent' });
 const store = await createStore(config);
 await store.migrate();
-const app = await buildApp({ config, store, logger: createLogger(config) });
+const app = await buildApp({ config, store, logger: createLogger(config.logging), wakeups: createWakeups() });
 const documents = [
   { url: '/v1/openapi.json', file: out },
   { url: '/example/v1/openapi.json', file: path.join(dir, 'example-openapi.json') },

@@ -54,10 +54,10 @@ function urlOf(address: Address): string {
 /** Primary side: migrate once, fork `workers` workers, supervise them until a signal stops them all. */
 export async function runPrimary(config: Config, workers: number): Promise<void> {
   // Synchronous writes: the primary logs little, and its last lines must be out before process.exit.
-  const logger = createLogger(config, pino.destination({ dest: 1, sync: true }));
+  const logger = createLogger(config.logging, pino.destination({ dest: 1, sync: true }));
   const store = await createStore(config);
   try {
-    await prepareSchema(config, store, logger);
+    await prepareSchema(config.database, store, logger);
   } finally {
     await store.close();
   }
@@ -102,7 +102,7 @@ export async function runPrimary(config: Config, workers: number): Promise<void>
       logger.error({ workers: alive.size }, 'workers did not stop within the shutdown deadline; killing them');
       exitCode = 1;
       for (const worker of alive.values()) worker.process.kill('SIGKILL');
-    }, config.shutdownDelayMs + config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS);
+    }, config.shutdown.delayMs + config.shutdown.timeoutMs + SHUTDOWN_GRACE_MS);
     deadline.unref();
   };
 
@@ -166,7 +166,7 @@ export async function runPrimary(config: Config, workers: number): Promise<void>
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 
-  if (!config.redisUrl) {
+  if (!config.rateLimits.redisUrl) {
     logger.warn(
       { workers },
       `PETSTORE_REDIS_URL is not set: each worker keeps its own rate-limit buckets, so a key may get up to ${workers} times its limit`,

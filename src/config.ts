@@ -1,166 +1,235 @@
-// The only module that reads process.env. Everything else receives a Config.
-import path from 'node:path';
+// The only module that reads process.env: one schema describes every variable (type, default,
+// meaning; the README's configuration table is generated from it by scripts/config-table.ts),
+// read once at start into typed slices. Each consumer takes only its slice.
+import Type, { type StaticDecode } from 'typebox';
+import { ConfigError, type Env, readEnv } from './env.js';
+import { type AllowedNetworks, parseAllowedNetworks } from './webhooks/address-policy.js';
+
+export { ConfigError } from './env.js';
 
 export type Environment = 'production' | 'staging';
 
-export interface Config {
+/** Standard Webhooks' schedule, in seconds before each attempt: at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h (about three days). */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400];
+
+const int = (minimum: number, maximum: number, fallback: number, description: string) =>
+  Type.Integer({ minimum, maximum, default: fallback, description });
+const flag = (fallback: boolean, description: string) => Type.Boolean({ default: fallback, description });
+const text = (fallback: string, description: string) => Type.String({ default: fallback, description });
+const optional = (docDefault: string, description: string) => Type.Optional(Type.String({ docDefault, description }));
+
+/** An absolute URL whose path ends in `suffix` (the version segment), kept without a trailing slash. */
+const serverUrl = (suffix: string, fallback: string, description: string) =>
+  Type.Codec(Type.String({ default: fallback, description }))
+    .Decode((raw: string) => {
+      let url: URL;
+      try {
+        url = new URL(raw);
+      } catch {
+        throw new ConfigError(`must be an absolute URL ending in ${suffix}, got "${raw}"`);
+      }
+      if (!url.pathname.replace(/\/$/, '').endsWith(suffix)) throw new ConfigError(`must end in ${suffix} (the version segment), got "${raw}"`);
+      return raw.replace(/\/$/, '');
+    })
+    .Encode((url: string) => url);
+
+/** Every variable, in the order of the README's table. */
+export const ConfigSchema = Type.Object({
+  PORT: int(0, 65535, 8080, 'Listen port'),
+  HOST: text('127.0.0.1', 'Listen address (`0.0.0.0` to accept remote connections)'),
+  PETSTORE_DATABASE_URL: text('./data/petstore.db', 'A file path or `file:` URL selects SQLite (folder created on demand); `postgres://…` selects PostgreSQL'),
+  PETSTORE_ENV: Type.Enum(['production', 'staging'], { default: 'production', description: '`production` or `staging`: which keys (`psk_live_` / `psk_test_`) this instance accepts' }),
+  PETSTORE_LOG_LEVEL: text('info', 'pino level (`silent` … `trace`)'),
+  PETSTORE_PRODUCTION_URL: serverUrl('/v1', 'http://localhost:8080/v1', 'Production server URL published in the OpenAPI document (must end in `/v1`)'),
+  PETSTORE_STAGING_URL: serverUrl('/v1', 'https://staging.petstore.example/v1', 'Staging server URL published in the OpenAPI document'),
+  PETSTORE_BODY_LIMIT: int(1024, 16 * 1024 * 1024, 64 * 1024, 'Maximum request body, bytes (413 above)'),
+  PETSTORE_MIGRATE_ON_START: flag(true, '`serve` applies pending migrations at start; when `false` it refuses to start with pending ones'),
+  PETSTORE_PG_POOL_MAX: int(1, 1000, 10, 'PostgreSQL connections per process for writes and transactions'),
+  PETSTORE_PG_PIPELINE_CONNECTIONS: int(0, 64, 1, 'PostgreSQL connections per process in pipeline mode for the hot reads (key lookup, `getPet`, `listPets`; see Performance), besides the pool; `0` sends them through the pool. Each process also holds one connection that LISTENs for key revocations'),
+  PETSTORE_READ_CACHE: flag(true, 'SQLite only: keep pages and pets in memory, dropped exactly when anything commits (see Performance); `false` reads the file on every request'),
+  PETSTORE_FAST_PATH: flag(true, 'Answer `GET /v1/pets` and `GET /v1/pets/{petId}` for a cached key and a cached page or pet before the framework, with identical responses (see Performance); on PostgreSQL, canonical `GET /v1/pets` pages are read from the store there (one pipelined query) and answered the same way. `false` sends every request through Fastify. Needs the in-memory rate limiter (no Redis)'),
+  PETSTORE_EXAMPLE_API_URL: serverUrl('/example/v1', 'http://localhost:8080/example/v1', "The quickstart's example API address (`{api_url}`) published in its OpenAPI document (must end in `/example/v1`)"),
+  PETSTORE_MESSAGE_WORKER: flag(true, "Run the example API's message delivery worker in this process (`serve` or `worker`); `false` leaves delivery to other processes or instances sharing the database"),
+  PETSTORE_REDIS_URL: optional('(none: in memory)', '`redis://…`: share rate-limit buckets across instances'),
+  PETSTORE_RATE_LIMIT_PER_SECOND: int(1, 1_000_000, 100, 'Per API key: sustained requests per second'),
+  PETSTORE_RATE_LIMIT_BURST: int(1, 1_000_000, 200, 'Per API key: bucket size, the largest burst'),
+  PETSTORE_METRICS_TOKEN: optional('(none: open)', 'When set, `GET /metrics` needs `Authorization: Bearer <token>`'),
+  PETSTORE_REQUEST_TIMEOUT_MS: int(100, 600_000, 10_000, 'A client must send its whole request within this time (slow clients get 408)'),
+  PETSTORE_SHUTDOWN_TIMEOUT_MS: int(0, 600_000, 10_000, 'On SIGTERM/SIGINT: time allowed for requests in flight before exit'),
+  PETSTORE_SHUTDOWN_DELAY_MS: int(0, 600_000, 0, 'On SIGTERM/SIGINT: first keep serving with `/readyz` answering 503 for this long, so a load balancer takes the instance out (see [docs/scaling.md](docs/scaling.md))'),
+  PETSTORE_EVENTS: flag(true, 'Write the event log (and webhook deliveries) with every change; `false` writes neither'),
+  PETSTORE_EVENT_RETENTION_DAYS: int(1, 3650, 30, 'Days events are kept (`GET /v1/events`), 1 to 3650'),
+  PETSTORE_WEBHOOK_WORKER: flag(true, 'Run the webhook delivery worker in this process (`serve` or `worker`); `false` leaves deliveries to other processes sharing the database'),
+  PETSTORE_WEBHOOK_TIMEOUT_MS: int(100, 120_000, 15_000, 'Time a receiver has to answer one delivery attempt'),
+  PETSTORE_WEBHOOK_RETRY_SCHEDULE: Type.Array(Type.Number({ minimum: 0, maximum: 7 * 86_400, description: 'delays in seconds' }), {
+    minItems: 1,
+    maxItems: 50,
+    default: DEFAULT_WEBHOOK_RETRY_SCHEDULE,
+    description: 'Seconds before each attempt (±20 % jitter); its length is the number of attempts',
+  }),
+  PETSTORE_WEBHOOK_SECRET_OVERLAP_SECONDS: int(0, 30 * 86_400, 86_400, 'After a secret rotation, how long deliveries are also signed with the previous secret'),
+  PETSTORE_WEBHOOK_ALLOW_HTTP: flag(false, 'Also accept `http://` webhook URLs. Development only'),
+  PETSTORE_WEBHOOK_ALLOWED_NETWORKS: Type.Codec(
+    Type.String({
+      default: '',
+      docDefault: '(none)',
+      description: 'Comma-separated CIDRs deliveries may reach although internal (loopback, private): `127.0.0.1/32,::1/128` for localhost. Development only',
+    }),
+  )
+    .Decode((raw: string): AllowedNetworks => parseAllowedNetworks(raw))
+    .Encode((networks: AllowedNetworks) => networks.entries.join(',')),
+  PETSTORE_WEBHOOK_CONCURRENCY: int(1, 1024, 64, 'Delivery attempts in flight per process'),
+  PETSTORE_WEBHOOK_ENDPOINT_CONCURRENCY: int(1, 1024, 16, 'Delivery attempts in flight per endpoint and process'),
+  PETSTORE_DOCS: flag(true, 'Serve the [developer portal](#developer-portal) (`/`, `/docs…`); `false` turns it off, keeping `/v1/openapi.json` and `/docs/deprecations`'),
+  PETSTORE_WORKER_PORT: int(0, 65535, 9465, '`petstore worker` (the background workers without the API) serves `/metrics`, `/healthz` and `/readyz` on this port, on `HOST`'),
+});
+
+export type EnvValues = StaticDecode<typeof ConfigSchema>;
+
+export interface HttpConfig {
   host: string;
   port: number;
-  /** SQLite file path or postgres:// URL. */
-  databaseUrl: string;
-  environment: Environment;
-  logLevel: string;
-  /** Server URLs published in the OpenAPI document; both end in /v1. */
-  productionUrl: string;
-  stagingUrl: string;
   /** Maximum request body in bytes. */
   bodyLimit: number;
-  /** Apply pending migrations when `serve` starts. */
+  /** A client must send its whole request (headers and body) within this many ms. */
+  requestTimeoutMs: number;
+  /** Answer cached GET /v1/pets and GET /v1/pets/{petId} before Fastify (src/http/fast-path.ts). */
+  fastPath: boolean;
+}
+
+export interface DatabaseConfig {
+  /** SQLite file path or postgres:// URL. */
+  url: string;
+  /** Apply pending migrations at start (`serve`, `worker`); otherwise refuse to start with pending ones. */
   migrateOnStart: boolean;
   /** PostgreSQL pool size per process. */
   pgPoolMax: number;
   /** PostgreSQL connections in pipeline mode for the hot reads; 0 sends them through the pool. */
   pgPipelineConnections: number;
-  /** SQLite only: cache pages and pets in memory, invalidated on every commit (PostgreSQL never caches). */
+  /** SQLite only: cache pages and pets in memory, invalidated on every commit. */
   readCache: boolean;
-  /** Answer cached GET /v1/pets and GET /v1/pets/{petId} before Fastify (src/http/fast-path.ts). */
-  fastPath: boolean;
-  /** The example API's published address ({api_url}), in its own OpenAPI document; ends in /example/v1. */
-  exampleApiUrl: string;
-  /** Run the message delivery worker in this process (every server process does by default). */
-  messageWorker: boolean;
-  /** Redis URL for shared rate limits; undefined means in-memory. */
-  redisUrl: string | undefined;
-  /** Per API key: sustained requests per second, and the bucket size (largest burst). */
-  rateLimitPerSecond: number;
-  rateLimitBurst: number;
-  /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
-  metricsToken: string | undefined;
-  /** A client must send its whole request (headers and body) within this many ms. */
-  requestTimeoutMs: number;
-  /** How long to wait for in-flight requests on SIGTERM, in ms. */
-  shutdownTimeoutMs: number;
-  /**
-   * On SIGTERM, how long to keep serving with /readyz answering 503 before closing, in ms, so
-   * the load balancer's health check takes the instance out before it refuses anything.
-   */
-  shutdownDelayMs: number;
-  /** Serve the developer portal (/, /docs…); the OpenAPI documents are served either way. */
-  docs: boolean;
+}
+
+export interface EventsConfig {
   /** Write the event log (and webhook deliveries) with every change. */
-  events: boolean;
+  enabled: boolean;
   /** Events older than this many days are pruned in the background. */
-  eventRetentionDays: number;
-  /** Run the webhook delivery worker in this process (every server process does by default). */
-  webhookWorker: boolean;
+  retentionDays: number;
+}
+
+export interface DocsConfig {
+  /** Serve the developer portal (/, /docs…); the OpenAPI documents are served either way. */
+  portal: boolean;
+  /** Server URLs published in the OpenAPI document; both end in /v1. */
+  productionUrl: string;
+  stagingUrl: string;
+  /** The example API's published address ({api_url}); ends in /example/v1. */
+  exampleApiUrl: string;
+}
+
+export interface RateLimitsConfig {
+  /** Per API key: sustained requests per second, and the bucket size (largest burst). */
+  perSecond: number;
+  burst: number;
+  /** Redis URL for shared rate limits; undefined means in memory. */
+  redisUrl: string | undefined;
+}
+
+export interface ShutdownConfig {
+  /** How long to wait for in-flight requests on SIGTERM, in ms. */
+  timeoutMs: number;
+  /** On SIGTERM, how long to keep serving with /readyz answering 503 before closing, in ms. */
+  delayMs: number;
+}
+
+export interface WebhooksConfig {
   /** A delivery attempt without a response within this many ms fails (and is retried). */
-  webhookTimeoutMs: number;
+  timeoutMs: number;
   /** Seconds to wait before each attempt: the first entry before the first attempt, and so on. */
-  webhookRetrySchedule: number[];
+  retrySchedule: readonly number[];
   /** After a rotation, the previous secret keeps signing for this many seconds. */
-  webhookSecretOverlapSeconds: number;
-  /** IPs or CIDRs webhook deliveries may connect to although the address policy refuses them (development, tests). */
-  webhookAllowedNetworks: string | undefined;
+  secretOverlapSeconds: number;
+  /** Networks deliveries may connect to although the address policy refuses them (development, tests). */
+  allowedNetworks: AllowedNetworks;
   /** Allow http:// endpoint URLs (development, tests). */
-  webhookAllowHttp: boolean;
+  allowHttp: boolean;
   /** Most deliveries in flight at once in one process, and to one endpoint. */
-  webhookConcurrency: number;
-  webhookEndpointConcurrency: number;
+  concurrency: number;
+  endpointConcurrency: number;
 }
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
+export interface WorkersConfig {
+  /** Run the message delivery worker in this process. */
+  messages: boolean;
+  /** Run the webhook delivery worker in this process. */
+  webhooks: boolean;
+  /** `petstore worker`'s port for /metrics, /healthz and /readyz. */
+  port: number;
 }
 
-type Env = Record<string, string | undefined>;
-
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
-  }
-  return value;
+export interface Config {
+  environment: Environment;
+  http: HttpConfig;
+  database: DatabaseConfig;
+  events: EventsConfig;
+  logging: { level: string };
+  docs: DocsConfig;
+  rateLimits: RateLimitsConfig;
+  metrics: { token: string | undefined };
+  shutdown: ShutdownConfig;
+  webhooks: WebhooksConfig;
+  workers: WorkersConfig;
 }
 
-function boolean(env: Env, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (/^(1|true|yes|on)$/i.test(raw)) return true;
-  if (/^(0|false|no|off)$/i.test(raw)) return false;
-  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+/** The published URLs default to this host's port (PORT), 8080 when it is 0 or unset. */
+function withDerivedDefaults(env: Env): Env {
+  const port = Number(env.PORT) || 8080;
+  const given = (name: string) => (env[name]?.trim() ? env[name] : undefined);
+  return {
+    ...env,
+    PETSTORE_PRODUCTION_URL: given('PETSTORE_PRODUCTION_URL') ?? `http://localhost:${port}/v1`,
+    PETSTORE_EXAMPLE_API_URL: given('PETSTORE_EXAMPLE_API_URL') ?? `http://localhost:${port}/example/v1`,
+  };
 }
-
-function serverUrl(env: Env, name: string, fallback: string, suffix = '/v1'): string {
-  const raw = env[name] || fallback;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(`${name} must be an absolute URL ending in ${suffix}, got "${raw}"`);
-  }
-  if (!url.pathname.replace(/\/$/, '').endsWith(suffix)) {
-    throw new ConfigError(`${name} must end in ${suffix} (the version segment), got "${raw}"`);
-  }
-  return raw.replace(/\/$/, '');
-}
-
-/** Standard Webhooks' schedule, in seconds before each attempt: at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h (about three days). */
-export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400];
-
-function schedule(env: Env, name: string, fallback: number[]): number[] {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const values = raw.split(',').map((part) => Number(part.trim()));
-  if (values.length > 50 || values.some((v) => !Number.isFinite(v) || v < 0 || v > 7 * 86400) || raw.split(',').some((p) => p.trim() === '')) {
-    throw new ConfigError(`${name} must be a comma-separated list of 1 to 50 delays in seconds (0 to 604800 each), got "${raw}"`);
-  }
-  return values;
-}
-
-export const DEFAULT_DATABASE_URL = path.join('data', 'petstore.db');
 
 export function loadConfig(env: Env = process.env): Config {
-  const environment = env.PETSTORE_ENV || 'production';
-  if (environment !== 'production' && environment !== 'staging') {
-    throw new ConfigError(`PETSTORE_ENV must be "production" or "staging", got "${environment}"`);
-  }
-  const port = integer(env, 'PORT', 8080, 0, 65535);
-  const host = env.HOST || '127.0.0.1';
+  const v = readEnv(ConfigSchema, withDerivedDefaults(env));
   return {
-    host,
-    port,
-    databaseUrl: env.PETSTORE_DATABASE_URL || DEFAULT_DATABASE_URL,
-    environment,
-    logLevel: env.PETSTORE_LOG_LEVEL || 'info',
-    productionUrl: serverUrl(env, 'PETSTORE_PRODUCTION_URL', `http://localhost:${port || 8080}/v1`),
-    stagingUrl: serverUrl(env, 'PETSTORE_STAGING_URL', 'https://staging.petstore.example/v1'),
-    bodyLimit: integer(env, 'PETSTORE_BODY_LIMIT', 64 * 1024, 1024, 16 * 1024 * 1024),
-    migrateOnStart: boolean(env, 'PETSTORE_MIGRATE_ON_START', true),
-    pgPoolMax: integer(env, 'PETSTORE_PG_POOL_MAX', 10, 1, 1000),
-    pgPipelineConnections: integer(env, 'PETSTORE_PG_PIPELINE_CONNECTIONS', 1, 0, 64),
-    readCache: boolean(env, 'PETSTORE_READ_CACHE', true),
-    fastPath: boolean(env, 'PETSTORE_FAST_PATH', true),
-    exampleApiUrl: serverUrl(env, 'PETSTORE_EXAMPLE_API_URL', `http://localhost:${port || 8080}/example/v1`, '/example/v1'),
-    messageWorker: boolean(env, 'PETSTORE_MESSAGE_WORKER', true),
-    redisUrl: env.PETSTORE_REDIS_URL || undefined,
-    rateLimitPerSecond: integer(env, 'PETSTORE_RATE_LIMIT_PER_SECOND', 100, 1, 1_000_000),
-    rateLimitBurst: integer(env, 'PETSTORE_RATE_LIMIT_BURST', 200, 1, 1_000_000),
-    metricsToken: env.PETSTORE_METRICS_TOKEN || undefined,
-    requestTimeoutMs: integer(env, 'PETSTORE_REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
-    shutdownTimeoutMs: integer(env, 'PETSTORE_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
-    shutdownDelayMs: integer(env, 'PETSTORE_SHUTDOWN_DELAY_MS', 0, 0, 600_000),
-    docs: boolean(env, 'PETSTORE_DOCS', true),
-    events: boolean(env, 'PETSTORE_EVENTS', true),
-    eventRetentionDays: integer(env, 'PETSTORE_EVENT_RETENTION_DAYS', 30, 1, 3650),
-    webhookWorker: boolean(env, 'PETSTORE_WEBHOOK_WORKER', true),
-    webhookTimeoutMs: integer(env, 'PETSTORE_WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
-    webhookRetrySchedule: schedule(env, 'PETSTORE_WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE),
-    webhookSecretOverlapSeconds: integer(env, 'PETSTORE_WEBHOOK_SECRET_OVERLAP_SECONDS', 86_400, 0, 30 * 86_400),
-    webhookAllowedNetworks: env.PETSTORE_WEBHOOK_ALLOWED_NETWORKS || undefined,
-    webhookAllowHttp: boolean(env, 'PETSTORE_WEBHOOK_ALLOW_HTTP', false),
-    webhookConcurrency: integer(env, 'PETSTORE_WEBHOOK_CONCURRENCY', 64, 1, 1024),
-    webhookEndpointConcurrency: integer(env, 'PETSTORE_WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1, 1024),
+    environment: v.PETSTORE_ENV,
+    http: {
+      host: v.HOST,
+      port: v.PORT,
+      bodyLimit: v.PETSTORE_BODY_LIMIT,
+      requestTimeoutMs: v.PETSTORE_REQUEST_TIMEOUT_MS,
+      fastPath: v.PETSTORE_FAST_PATH,
+    },
+    database: {
+      url: v.PETSTORE_DATABASE_URL,
+      migrateOnStart: v.PETSTORE_MIGRATE_ON_START,
+      pgPoolMax: v.PETSTORE_PG_POOL_MAX,
+      pgPipelineConnections: v.PETSTORE_PG_PIPELINE_CONNECTIONS,
+      readCache: v.PETSTORE_READ_CACHE,
+    },
+    events: { enabled: v.PETSTORE_EVENTS, retentionDays: v.PETSTORE_EVENT_RETENTION_DAYS },
+    logging: { level: v.PETSTORE_LOG_LEVEL },
+    docs: {
+      portal: v.PETSTORE_DOCS,
+      productionUrl: v.PETSTORE_PRODUCTION_URL,
+      stagingUrl: v.PETSTORE_STAGING_URL,
+      exampleApiUrl: v.PETSTORE_EXAMPLE_API_URL,
+    },
+    rateLimits: { perSecond: v.PETSTORE_RATE_LIMIT_PER_SECOND, burst: v.PETSTORE_RATE_LIMIT_BURST, redisUrl: v.PETSTORE_REDIS_URL },
+    metrics: { token: v.PETSTORE_METRICS_TOKEN },
+    shutdown: { timeoutMs: v.PETSTORE_SHUTDOWN_TIMEOUT_MS, delayMs: v.PETSTORE_SHUTDOWN_DELAY_MS },
+    webhooks: {
+      timeoutMs: v.PETSTORE_WEBHOOK_TIMEOUT_MS,
+      retrySchedule: v.PETSTORE_WEBHOOK_RETRY_SCHEDULE,
+      secretOverlapSeconds: v.PETSTORE_WEBHOOK_SECRET_OVERLAP_SECONDS,
+      allowedNetworks: v.PETSTORE_WEBHOOK_ALLOWED_NETWORKS,
+      allowHttp: v.PETSTORE_WEBHOOK_ALLOW_HTTP,
+      concurrency: v.PETSTORE_WEBHOOK_CONCURRENCY,
+      endpointConcurrency: v.PETSTORE_WEBHOOK_ENDPOINT_CONCURRENCY,
+    },
+    workers: { messages: v.PETSTORE_MESSAGE_WORKER, webhooks: v.PETSTORE_WEBHOOK_WORKER, port: v.PETSTORE_WORKER_PORT },
   };
 }

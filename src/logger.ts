@@ -127,10 +127,10 @@ export function exitAfterFlush(logger: Logger, code: number, timeoutMs = 2_000):
   }
 }
 
-export function createLogger(config: Pick<Config, 'logLevel'>, destination: pino.DestinationStream = createLogDestination()): Logger {
+export function createLogger(logging: Config['logging'], destination: pino.DestinationStream = createLogDestination()): Logger {
   return pino(
     {
-      level: config.logLevel,
+      level: logging.level,
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       base: { pid: process.pid },
       hooks: { streamWrite: scrubSecrets },

@@ -1,12 +1,16 @@
-// Process lifecycle for `petstore serve`: store, migrations, app, listen, graceful shutdown.
+// Process lifecycle for `petstore serve`: store, migrations, app, workers, listen, graceful shutdown.
 // With `--workers N` (src/cluster.ts) the primary migrates once and each worker runs
 // startServer with `migrations: 'skip'`.
 import v8 from 'node:v8';
-import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
-import { buildApp } from './http/app.js';
-import { createLogger, exitAfterFlush } from './logger.js';
+import type { Config, DatabaseConfig } from './config.js';
+import { buildApp, workerDepsOf } from './http/app.js';
+import type { App } from './http/plugin.js';
+import { createLogger } from './logger.js';
+import { handleSignals } from './runtime/lifecycle.js';
+import { createWakeups } from './runtime/wakeups.js';
+import { startWorkers } from './runtime/workers.js';
+import { systemClock } from './clock.js';
 import { createStore, isPostgresUrl } from './store/index.js';
 import type { Store } from './store/types.js';
 
@@ -16,18 +20,13 @@ export type MigrationMode = 'config' | 'skip';
 export interface StartOptions {
   /** 'skip' in cluster workers: the primary has already applied or checked them. */
   migrations?: MigrationMode;
-  /**
-   * Cluster workers keep their signal handlers after the first signal: an interactive
-   * Ctrl+C reaches a worker twice (from the terminal and forwarded by the primary), and
-   * the second one must not kill it mid-shutdown. A lone process keeps Node's default
-   * for a second signal (exit at once), so a second Ctrl+C still forces it.
-   */
+  /** See SignalOptions.ignoreRepeatedSignals (cluster workers). */
   ignoreRepeatedSignals?: boolean;
 }
 
 /** Applies pending migrations, or refuses to start with pending ones when PETSTORE_MIGRATE_ON_START=false. */
-export async function prepareSchema(config: Config, store: Store, logger: Logger): Promise<void> {
-  if (config.migrateOnStart) {
+export async function prepareSchema(database: Pick<DatabaseConfig, 'migrateOnStart'>, store: Store, logger: Logger): Promise<void> {
+  if (database.migrateOnStart) {
     const applied = await store.migrate();
     if (applied.length > 0) logger.info({ applied }, 'applied migrations');
   } else {
@@ -56,57 +55,37 @@ function disablePretenuring(): void {
   v8.setFlagsFromString('--no-allocation-site-pretenuring');
 }
 
-export async function startServer(config: Config, options: StartOptions = {}): Promise<FastifyInstance> {
-  if (isPostgresUrl(config.databaseUrl)) disablePretenuring();
-  const logger = createLogger(config);
+export async function startServer(config: Config, options: StartOptions = {}): Promise<App> {
+  if (isPostgresUrl(config.database.url)) disablePretenuring();
+  const logger = createLogger(config.logging);
   const store = await createStore(config);
-  if (options.migrations !== 'skip') await prepareSchema(config, store, logger);
-  const app = await buildApp({ config, store, logger });
-  let listening = false;
-  let signalledEarly: string | undefined;
-  let closing = false;
-  const shutdown = (signal: string) => {
-    // The server is reachable (and, in a cluster, counted) before listen() resolves:
-    // a signal in between is honoured once listening completes.
-    if (!listening) {
-      signalledEarly ??= signal;
-      return;
-    }
-    if (closing) return;
-    closing = true;
-    const deadline = setTimeout(() => {
-      logger.error('shutdown deadline passed; exiting with requests still open');
-      exitAfterFlush(logger, 1);
-    }, config.shutdownDelayMs + config.shutdownTimeoutMs);
-    deadline.unref();
-    if (config.shutdownDelayMs > 0) {
-      logger.info({ signal, delayMs: config.shutdownDelayMs }, 'shutting down: draining (/readyz answers 503) before closing');
-      app.drain();
-      setTimeout(() => close(signal), config.shutdownDelayMs);
-    } else close(signal);
-  };
-  const close = (signal: string) => {
-    logger.info({ signal }, 'shutting down: finishing requests in flight');
-    // The store closes after the app, not in an onClose hook: those run last-registered
-    // first, so it would close before the workers' hooks record the attempts they hold.
-    app.close().then(() => store.close()).then(
-      () => {
-        logger.info('shut down cleanly');
-        // Every line written so far (the last requests' too) reaches stdout before we go.
-        exitAfterFlush(logger, 0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'error during shutdown');
-        exitAfterFlush(logger, 1);
-      },
-    );
-  };
-  const listen = options.ignoreRepeatedSignals ? process.on.bind(process) : process.once.bind(process);
-  listen('SIGTERM', () => shutdown('SIGTERM'));
-  listen('SIGINT', () => shutdown('SIGINT'));
-
-  await app.listen({ host: config.host, port: config.port });
-  listening = true;
-  if (signalledEarly) shutdown(signalledEarly);
+  if (options.migrations !== 'skip') await prepareSchema(config.database, store, logger);
+  const wakeups = createWakeups();
+  const clock = systemClock;
+  const app = await buildApp({ config, store, logger, wakeups, clock });
+  const workers = startWorkers({ ...workerDepsOf(app), config, wakeups, clock });
+  const signals = handleSignals({
+    logger,
+    shutdown: config.shutdown,
+    ignoreRepeatedSignals: options.ignoreRepeatedSignals ?? false,
+    drain: () => app.drain(),
+    // The workers stop after the last request (what they hold is finished and recorded), the store last.
+    close: async () => {
+      await app.close();
+      await workers.stop();
+      await store.close();
+    },
+    messages: { closing: 'shutting down: finishing requests in flight', deadline: 'shutdown deadline passed; exiting with requests still open' },
+  });
+  try {
+    await app.listen({ host: config.http.host, port: config.http.port });
+  } catch (err) {
+    // Nothing keeps running after a failed start (port in use…): the caller reports and exits.
+    await workers.stop();
+    await app.close();
+    await store.close();
+    throw err;
+  }
+  signals.started();
   return app;
 }

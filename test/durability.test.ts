@@ -17,6 +17,7 @@ import { createStore } from '../src/store/index.js';
 import { backends } from './helpers/backends.js';
 import { checkStoreIntegrity, createFixture, type Exit, killAndDrop, type Sent, type ServerChild, startLoad, startServer, verifyPets } from './helpers/durability.js';
 import { createPet } from './helpers/store.js';
+import { storeConfig } from './helpers/store-config.js';
 
 const ROUNDS = 3;
 const CONCURRENCY = 32;
@@ -31,7 +32,7 @@ for (const backend of backends) {
     const count = backend.name === 'sqlite' ? 600 : 100;
     it(`when ${count} creates run at once and some violate a constraint, then only those reject and every other pet is committed as returned`, async (t) => {
       const database = await backend.createDatabase();
-      const store = await createStore({ databaseUrl: database.url, pgPoolMax: 10 });
+      const store = await createStore(storeConfig(database.url, { pgPoolMax: 10 }));
       t.after(async () => {
         await store.close();
         await database.drop();
@@ -64,7 +65,7 @@ for (const backend of backends) {
       // Group commit on both stores, one queue: ids follow the order of the calls.
       assert.deepEqual(created.map((p) => p.id), [...created.map((p) => p.id)].sort((a, b) => a - b));
       // Read back through another store (another connection): committed, not just visible to ours.
-      const other = await createStore({ databaseUrl: database.url, pgPoolMax: 1 });
+      const other = await createStore(storeConfig(database.url, { pgPoolMax: 1 }));
       try {
         const listed = await other.pets.list({ accountId: account.id, limit: 1000 });
         assert.deepEqual(listed, [...created].sort((a, b) => a.id - b.id));
@@ -78,13 +79,13 @@ for (const backend of backends) {
       it('when the store is closed with creates still queued, then they are committed before close resolves', async (t) => {
         const database = await backend.createDatabase();
         t.after(() => database.drop());
-        const store = await createStore({ databaseUrl: database.url, pgPoolMax: 1 });
+        const store = await createStore(storeConfig(database.url, { pgPoolMax: 1 }));
         await store.migrate();
         await store.accounts.create({ id: 'acct_close', name: 'Close', createdAt: T0 });
         const calls = Array.from({ length: 10 }, (_, i) => createPet(store, 'acct_close', { name: `Late ${i}`, categoryId: 1 }, T0));
         await store.close();
         const created = await Promise.all(calls);
-        const reopened = await createStore({ databaseUrl: database.url, pgPoolMax: 1 });
+        const reopened = await createStore(storeConfig(database.url, { pgPoolMax: 1 }));
         try {
           assert.deepEqual(await reopened.pets.list({ accountId: 'acct_close', limit: 100 }), created);
           await assert.rejects(createPet(store, 'acct_close', { name: 'After close', categoryId: 1 }, T0));

@@ -11,6 +11,7 @@ import { migrations } from '../src/store/migrations/index.js';
 import { createStore } from '../src/store/index.js';
 import { backends, type Backend } from './helpers/backends.js';
 import { createPet } from './helpers/store.js';
+import { storeConfig } from './helpers/store-config.js';
 
 const T0 = '2026-11-20T00:00:00.000Z';
 const ACCOUNT = 'acct_migrated';
@@ -68,7 +69,7 @@ describe('migrating the event log to sequence-keyed ids and fan-out cursors', { 
       const database = await backend.createDatabase();
       t.after(() => database.drop());
       await buildVersion6(backend, database.url);
-      const store = await createStore({ databaseUrl: database.url, pgPoolMax: 2, pgPipelineConnections: 0 });
+      const store = await createStore(storeConfig(database.url, { pgPoolMax: 2, pgPipelineConnections: 0 }));
       t.after(() => store.close());
       assert.deepEqual(await store.migrate(), backend.name === 'sqlite' ? [7, 8, 9] : [8, 9]);
 

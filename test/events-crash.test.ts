@@ -15,6 +15,7 @@ import { createStore } from '../src/store/index.js';
 import { backends } from './helpers/backends.js';
 import { call, createFixture, type Fixture, killAndDrop, listAll, listAllPets, type ServerChild, startServer } from './helpers/durability.js';
 import { type ApiEvent, listEvents, registerEndpoint, WEBHOOK_ENV } from './helpers/webhooks.js';
+import { storeConfig } from './helpers/store-config.js';
 
 const PETS = 16;
 const WORKERS = 8;
@@ -80,7 +81,7 @@ function checkAccount(events: ApiEvent[], pets: Pet[], orders: Order[]): string 
 
 /** Fanned out (as the worker would: it is off), every event has one pending delivery to its account's endpoint and its job, and nothing else is there. */
 async function checkOutbox(fixture: Fixture, events: number): Promise<void> {
-  const store = await createStore({ databaseUrl: fixture.url, pgPoolMax: 2 });
+  const store = await createStore(storeConfig(fixture.url, { pgPoolMax: 2 }));
   try {
     while ((await store.fanOutWebhookEvents(1000)) > 0);
   } finally {

@@ -26,7 +26,7 @@ async function fuzz(
   const app = await startApp(t, { ...options, env: { ...env, ...options.env } });
   const ctx = await createFuzzContext(app);
   t.after(() => ctx.agent.destroy());
-  const plans = requestPlans(ctx.doc, { includeKnownBugs: options.includeKnownBugs ?? false, bodyLimit: app.config.bodyLimit });
+  const plans = requestPlans(ctx.doc, { includeKnownBugs: options.includeKnownBugs ?? false, bodyLimit: app.config.http.bodyLimit });
   const started = Date.now();
   try {
     await fc.assert(

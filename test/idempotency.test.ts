@@ -175,7 +175,7 @@ for (const backend of backends) {
     if (backend.name === 'postgres') {
       test('when two instances share PostgreSQL, then a key used on one is replayed by the other', async (t) => {
         const one = await startApp(t, { backend });
-        const two = await startApp(t, { backend, databaseUrl: one.config.databaseUrl });
+        const two = await startApp(t, { backend, databaseUrl: one.config.database.url });
         const { key } = await one.createAccount();
         const headers = { 'idempotency-key': randomUUID() };
         const body = { name: 'Rex', categoryId: 1 };

@@ -238,7 +238,7 @@ for (const backend of backends) {
 
     /** A second instance: its own store (connection or pool) and services on the same database. */
     async function otherInstance(t: { after(fn: () => unknown): void }) {
-      const store = await createStore(loadConfig({ PETSTORE_DATABASE_URL: app.config.databaseUrl }));
+      const store = await createStore(loadConfig({ PETSTORE_DATABASE_URL: app.config.database.url }));
       t.after(() => store.close());
       return createServices({ store, clock: { now: () => Date.now() }, environment: app.config.environment });
     }

@@ -107,21 +107,21 @@ describe('the secret is never stored', () => {
       const revoked = await app.services.apiKeys.create(viaServices.accountId);
       await app.services.apiKeys.revoke(revoked.id);
       const staging = await app.services.apiKeys.create(viaServices.accountId, 'staging');
-      const viaCli = await cliJson<CliKey>(['keys', 'create', '--account', viaServices.accountId], { PETSTORE_DATABASE_URL: app.config.databaseUrl });
+      const viaCli = await cliJson<CliKey>(['keys', 'create', '--account', viaServices.accountId], { PETSTORE_DATABASE_URL: app.config.database.url });
       const keys = [viaServices.key, revoked.key, staging.key, viaCli.key];
       await useKeys(app.url, viaCli.key, revoked.key, staging.key);
       assert.equal((await app.request('GET', '/v1/pets', { key: viaServices.key })).status, 200);
 
       let contents: string;
       if (backend.name === 'sqlite') {
-        const file = app.config.databaseUrl;
+        const file = app.config.database.url;
         // The database file and its write-ahead log: recent writes live in the WAL.
         contents = [file, `${file}-wal`, `${file}-shm`]
           .filter((f) => existsSync(f))
           .map((f) => readFileSync(f).toString('latin1'))
           .join('\n');
       } else {
-        const client = new pg.Client({ connectionString: app.config.databaseUrl });
+        const client = new pg.Client({ connectionString: app.config.database.url });
         await client.connect();
         try {
           const tables = await client.query<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'");

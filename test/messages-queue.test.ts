@@ -13,6 +13,7 @@ import { startApp } from './helpers/app.js';
 import { type Backend, backends, postgresBackend, sqliteBackend } from './helpers/backends.js';
 import { createFixture, type Fixture, killAndDrop, type ServerChild, startServer } from './helpers/durability.js';
 import { startServerProcess } from './helpers/process.js';
+import { storeConfig } from './helpers/store-config.js';
 
 type Message = { id: string; status: string; deliveredAt?: string };
 
@@ -178,7 +179,7 @@ describe('the message queue across processes', { concurrency: true }, () => {
 
 /** `count` queued messages of one account, written through the store with no worker running. */
 async function backlog(t: TestContext, url: string, count: number): Promise<void> {
-  const store = await createStore({ databaseUrl: url, pgPoolMax: 8 });
+  const store = await createStore(storeConfig(url, { pgPoolMax: 8 }));
   try {
     await store.migrate();
     const services = await createServices({ store, clock: { now: () => Date.now() }, environment: 'production' });
@@ -197,7 +198,7 @@ async function backlog(t: TestContext, url: string, count: number): Promise<void
 
 /** A new key for the backlog's account (keys are shown once: make another). */
 async function keyOf(url: string): Promise<string> {
-  const store = await createStore({ databaseUrl: url, pgPoolMax: 1 });
+  const store = await createStore(storeConfig(url, { pgPoolMax: 1 }));
   try {
     const services = await createServices({ store, clock: { now: () => Date.now() }, environment: 'production' });
     const [account] = await (async () => {

@@ -13,6 +13,7 @@ import { createStore } from '../src/store/index.js';
 import type { Pet } from '../src/schemas/index.js';
 import { startApp } from './helpers/app.js';
 import { sqliteBackend } from './helpers/backends.js';
+import { storeConfig } from './helpers/store-config.js';
 import { cliJson } from './helpers/process.js';
 
 const T0 = '2026-11-24T00:00:00.000Z';
@@ -57,7 +58,7 @@ function buildFormerSchema(url: string): void {
 
 /** Writes through the store code of that release (its SQL is this one's): pets in one batch, an order, an endpoint. */
 async function writeData(url: string) {
-  const store = await createStore({ databaseUrl: url, pgPoolMax: 2, readCache: false });
+  const store = await createStore(storeConfig(url, { pgPoolMax: 2, readCache: false }));
   try {
     assert.deepEqual(await store.pendingMigrations(), [7], 'only the no-op is pending, before anything moved');
     const services = await createServices({ store, clock: { now: () => Date.now() }, environment: 'production' });

@@ -17,6 +17,7 @@ import type { NewPet, Pet } from '../src/schemas/index.js';
 import { startApp } from './helpers/app.js';
 import { type Backend, backends } from './helpers/backends.js';
 import { cliJson } from './helpers/process.js';
+import { storeConfig } from './helpers/store-config.js';
 
 const PREVIOUS_VERSIONS = [1, 2];
 const T0 = '2026-11-01T00:00:00.000Z';
@@ -99,7 +100,7 @@ for (const backend of backends) {
       await previousReleaseSchema(backend, old);
 
       // Accounts, keys and the cursor secret through the services: their SQL did not change.
-      const store = await createStore({ databaseUrl: url, pgPoolMax: 2, readCache: false });
+      const store = await createStore(storeConfig(url, { pgPoolMax: 2, readCache: false }));
       const services = await createServices({ store, clock: { now: () => Date.now() }, environment: 'production' });
       const a = await services.accounts.create('Old A');
       const b = await services.accounts.create('Old B');

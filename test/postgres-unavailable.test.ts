@@ -4,6 +4,7 @@ import pg from 'pg';
 import { StoreUnavailableError } from '../src/errors.js';
 import { createStore } from '../src/store/index.js';
 import { postgresAdminUrl, postgresBackend, withPostgresAdmin } from './helpers/backends.js';
+import { storeConfig } from './helpers/store-config.js';
 
 test(
   'when a PostgreSQL database stops accepting connections (55000), then the store reports it unavailable and recovers when it is allowed again',
@@ -11,7 +12,7 @@ test(
   async (t) => {
     const database = await postgresBackend.createDatabase();
     const name = new URL(database.url).pathname.slice(1);
-    const store = await createStore({ databaseUrl: database.url, pgPoolMax: 2 });
+    const store = await createStore(storeConfig(database.url, { pgPoolMax: 2 }));
     t.after(async () => {
       await withPostgresAdmin((admin) => admin.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} ALLOW_CONNECTIONS true`));
       await store.close();

@@ -120,7 +120,7 @@ describe('SQLite read cache over HTTP', () => {
     const database = await sqliteBackend.createDatabase();
     t.after(() => database.drop());
     const app = await startApp(t, { databaseUrl: database.url, env: { PETSTORE_READ_CACHE: 'false' } });
-    assert.equal(app.config.readCache, false);
+    assert.equal(app.config.database.readCache, false);
     const { key } = await app.createAccount();
     assert.deepEqual((await app.request('GET', '/v1/pets', { key })).body, []);
     const store = createSqliteStore(database.url, { readCache: false });
@@ -199,6 +199,6 @@ describe('SQLite read cache, directly', () => {
 
   test('when PETSTORE_READ_CACHE is not a boolean, then the configuration is refused', () => {
     assert.throws(() => loadConfig({ PETSTORE_READ_CACHE: 'sometimes' }), /PETSTORE_READ_CACHE/);
-    assert.equal(loadConfig({}).readCache, true);
+    assert.equal(loadConfig({}).database.readCache, true);
   });
 });

@@ -53,7 +53,7 @@ async function runLoggerScript(body: string): Promise<{ code: number | null; std
 
 test('when process.exit() is called in the same turn as a burst of lines, then every line is written (the turn\'s batch is flushed on exit)', async () => {
   const { code, stdout } = await runLoggerScript(`
-    const logger = createLogger({ logLevel: 'info' }, createLogDestination(1));
+    const logger = createLogger({ level: 'info' }, createLogDestination(1));
     for (let i = 0; i < 5000; i++) logger.info({ n: i }, 'burst');
     process.exit(3);
   `);
@@ -64,7 +64,7 @@ test('when process.exit() is called in the same turn as a burst of lines, then e
 
 test('when one line is logged on an idle process, then it is written within a turn, not held back for more', async () => {
   const { code, stdout } = await runLoggerScript(`
-    const logger = createLogger({ logLevel: 'info' }, createLogDestination(1));
+    const logger = createLogger({ level: 'info' }, createLogDestination(1));
     logger.info('alone');
     // Keep the process alive, idle, until the line has left: it must not wait for company.
     const started = Date.now();

@@ -11,6 +11,7 @@ import { createStore } from '../src/store/index.js';
 import type { Account, ApiKeyRecord, Store } from '../src/store/types.js';
 import { type Backend, type BackendDatabase, backends, postgresAdminUrl, withPostgresAdmin } from './helpers/backends.js';
 import { createPet } from './helpers/store.js';
+import { storeConfig } from './helpers/store-config.js';
 
 const POOL_MAX = 4;
 const T0 = '2024-05-01T12:00:00.000Z';
@@ -18,7 +19,7 @@ const T0 = '2024-05-01T12:00:00.000Z';
 async function openStore(t: TestContext, backend: Backend, url?: string): Promise<{ store: Store; database: BackendDatabase }> {
   // A given url belongs to another store of the same test, which drops it.
   const database = url ? { url, drop: async () => {} } : await backend.createDatabase();
-  const store = await createStore({ databaseUrl: database.url, pgPoolMax: POOL_MAX }).catch(async (error: unknown) => {
+  const store = await createStore(storeConfig(database.url, { pgPoolMax: POOL_MAX })).catch(async (error: unknown) => {
     await database.drop();
     throw error;
   });

@@ -5,6 +5,7 @@ import { isClusterWorker, MAX_WORKERS, runPrimary, runWorker } from '../cluster.
 import { ConfigError, loadConfig, type Environment } from '../config.js';
 import { ApiError } from '../errors.js';
 import { startServer } from '../server.js';
+import { startWorkerProcess } from '../worker.js';
 import { createServices } from '../services/index.js';
 import { createStore, isPostgresUrl } from '../store/index.js';
 import { sqlitePath } from '../store/sqlite/index.js';
@@ -16,6 +17,7 @@ const HELP: Record<string, string> = {
 
 Commands:
   serve [--workers <n>]          Run the HTTP server (what \`npm start\` runs)
+  worker                         Run only the background workers (no API)
   migrate                        Apply pending database migrations
   accounts create --name <name>  Create an account
   keys create --account <id>     Create an API key (the secret is shown once)
@@ -37,6 +39,18 @@ Options:
                  Each worker has its own PostgreSQL pool (PETSTORE_PG_POOL_MAX) and,
                  without PETSTORE_REDIS_URL, its own rate-limit buckets.
                  Default 1: a single process, no cluster.`,
+  worker: `Usage: petstore worker
+
+Runs the background workers without the API: message delivery (PETSTORE_MESSAGE_WORKER)
+and webhook delivery (PETSTORE_WEBHOOK_WORKER), plus the hourly pruning of expired
+idempotency keys and old events. Applies pending migrations first unless
+PETSTORE_MIGRATE_ON_START=false.
+
+Serves /metrics, /healthz and /readyz on HOST:PETSTORE_WORKER_PORT (default 9465).
+SIGTERM or SIGINT finishes the deliveries in hand, then exits 0.
+
+Pair it with \`petstore serve\` run with PETSTORE_MESSAGE_WORKER=false and
+PETSTORE_WEBHOOK_WORKER=false; any number of workers can share one database.`,
   migrate: `Usage: petstore migrate [--json]
 
 Applies pending migrations to PETSTORE_DATABASE_URL and prints what it applied.`,
@@ -118,7 +132,7 @@ export async function main(argv: string[]): Promise<number> {
       if (isClusterWorker()) {
         await runWorker(config);
       } else if (workers > 1) {
-        if (!isPostgresUrl(config.databaseUrl) && sqlitePath(config.databaseUrl) === ':memory:') {
+        if (!isPostgresUrl(config.database.url) && sqlitePath(config.database.url) === ':memory:') {
           throw new UsageError('--workers needs a database the workers can share; an in-memory SQLite database would be one per worker.');
         }
         await runPrimary(config, workers);
@@ -127,6 +141,9 @@ export async function main(argv: string[]): Promise<number> {
       }
       return -1; // keep running
     }
+    case 'worker':
+      await startWorkerProcess(loadConfig());
+      return -1; // keep running
     case 'migrate': {
       const config = loadConfig();
       const store = await createStore(config);

@@ -6,10 +6,12 @@ import assert from 'node:assert/strict';
 import { after, afterEach, type TestContext } from 'node:test';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import type { Clock } from '../../src/clock.js';
+import { type Clock, systemClock } from '../../src/clock.js';
 import { type Config, type Environment, loadConfig } from '../../src/config.js';
-import { buildApp } from '../../src/http/app.js';
+import { buildApp, workerDepsOf } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
+import { createWakeups } from '../../src/runtime/wakeups.js';
+import { startWorkers } from '../../src/runtime/workers.js';
 import type { WebhookResolver } from '../../src/webhooks/sender.js';
 import type { Deliver } from '../../src/services/message-worker.js';
 import type { Services } from '../../src/services/index.js';
@@ -84,8 +86,16 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
   });
   const store = await createStore(config);
   await store.migrate();
-  const logger = createLogger(config, sink);
-  const app = await buildApp({ config, store, logger, ...(options.clock ? { clock: options.clock } : {}), ...(options.deliver ? { deliver: options.deliver } : {}),
+  const logger = createLogger(config.logging, sink);
+  const wakeups = createWakeups();
+  const clock = options.clock ?? systemClock;
+  const app = await buildApp({ config, store, logger, wakeups, clock });
+  const workers = startWorkers({
+    ...workerDepsOf(app),
+    config,
+    wakeups,
+    clock,
+    ...(options.deliver ? { deliver: options.deliver } : {}),
     // Tests send traffic only to 127.0.0.1: a webhook host name resolves only when the test says how.
     webhookResolver: options.webhookResolver ?? (async (name) => { throw Object.assign(new Error(`test resolver: ${name} is not resolvable in tests`), { code: 'ENOTFOUND' }); }),
   });
@@ -97,6 +107,7 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
   let served: ServedResponses | undefined; // once the documents are read
   t.after(async () => {
     await app.close();
+    await workers.stop();
     await store.close();
     await database?.drop();
     failOn(served?.take() ?? [], 'responses no test reported');

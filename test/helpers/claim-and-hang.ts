@@ -6,11 +6,12 @@ import { systemClock } from '../../src/clock.js';
 import { runIdempotent } from '../../src/services/idempotency.js';
 import { requestHash } from '../../src/services/pets.js';
 import { createStore } from '../../src/store/index.js';
+import { storeConfig } from './store-config.js';
 
 const [databaseUrl, accountId, key, name] = process.argv.slice(2) as [string, string, string, string];
 // Stays up (the renewal timer is unref'd) until killed.
 setInterval(() => {}, 1 << 30);
-const store = await createStore({ databaseUrl, pgPoolMax: 2 });
+const store = await createStore(storeConfig(databaseUrl, { pgPoolMax: 2 }));
 // The create step runs only once the key is claimed (new, or taken over).
 await runIdempotent({ db: store.db, idempotency: store.idempotency, clock: systemClock }, accountId, key, requestHash({ name, categoryId: 1 }), {
   replay: async () => undefined,

@@ -13,6 +13,7 @@ import type { NewPet, Pet } from '../../src/schemas/index.js';
 import { createServices } from '../../src/services/index.js';
 import { createStore } from '../../src/store/index.js';
 import type { Backend } from './backends.js';
+import { storeConfig } from './store-config.js';
 
 const BIN = path.resolve('bin/petstore.js');
 
@@ -32,7 +33,7 @@ export interface Fixture {
 /** A fresh, migrated store with one account (plus `others` more) and a production key each, made through the services. */
 export async function createFixture(backend: Backend, others = 0): Promise<Fixture> {
   const database = await backend.createDatabase();
-  const store = await createStore({ databaseUrl: database.url, pgPoolMax: 2 });
+  const store = await createStore(storeConfig(database.url, { pgPoolMax: 2 }));
   try {
     await store.migrate();
     const services = await createServices({ store, clock: { now: () => Date.now() }, environment: 'production' });

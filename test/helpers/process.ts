@@ -7,6 +7,7 @@ import path from 'node:path';
 import { systemClock } from '../../src/clock.js';
 import { createServices } from '../../src/services/index.js';
 import { createStore } from '../../src/store/index.js';
+import { storeConfig } from './store-config.js';
 
 const BIN = path.resolve('bin/petstore.js');
 
@@ -65,6 +66,8 @@ export interface ServerProcess {
 }
 
 export interface StartServerOptions {
+  /** The command to run: `serve` (default) or `worker` (whose health port listens with the same log line). */
+  command?: 'serve' | 'worker';
   /**
    * The stdout pattern that means "ready"; its first group must be the base URL. Default: the
    * primary's "cluster ready" line when args ask for more than one worker (each worker's own
@@ -102,13 +105,13 @@ function parseLines(text: string): LogLine[] {
   return lines;
 }
 
-/** Starts `petstore serve` on a free port and resolves once it listens (with --workers N, once all N do). */
+/** Starts `petstore serve` (or `worker`) on a free port and resolves once it listens (with --workers N, once all N do). */
 export async function startServerProcess(
   env: Record<string, string>,
   args: string[] = [],
   options: StartServerOptions = {},
 ): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
+  const child = spawn(process.execPath, [BIN, options.command ?? 'serve', ...args], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', PETSTORE_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -187,7 +190,7 @@ export async function createAccountWithKey(
 ): Promise<{ accountId: string; keyId: string; key: string }> {
   const databaseUrl = env.PETSTORE_DATABASE_URL;
   if (!databaseUrl) throw new Error('createAccountWithKey needs PETSTORE_DATABASE_URL');
-  const store = await createStore({ databaseUrl, pgPoolMax: 1 });
+  const store = await createStore(storeConfig(databaseUrl, { pgPoolMax: 1 }));
   try {
     const services = await createServices({ store, clock: systemClock, environment: 'production' });
     const account = await services.accounts.create(name);

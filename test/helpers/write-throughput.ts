@@ -23,6 +23,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createStore } from '../../src/store/index.js';
 import { cliJson } from './process.js';
+import { storeConfig } from './store-config.js';
 
 const { values } = parseArgs({
   options: {
@@ -140,7 +141,7 @@ try {
     await server.stop();
   }
   if (values['count-fsyncs']) process.stdout.write(readFileSync(path.join(dir, 'strace.txt'), 'utf8'));
-  const store = await createStore({ databaseUrl, pgPoolMax: 1 });
+  const store = await createStore(storeConfig(databaseUrl, { pgPoolMax: 1 }));
   try {
     const pets = await store.pets.list({ accountId: account.id, limit: 10_000_000 });
     process.stdout.write(`201s received: ${created}; pets stored: ${pets.length}\n`);

@@ -43,7 +43,7 @@ test('when the level is warn, then a request builds no child logger, and a warni
       done();
     },
   });
-  const parent = createLogger({ logLevel: 'warn' }, sink);
+  const parent = createLogger({ level: 'warn' }, sink);
   let children = 0;
   const child = parent.child.bind(parent);
   parent.child = ((...args: Parameters<typeof child>) => {
@@ -76,7 +76,7 @@ test('when the request line is written, then its bytes are what pino writes for 
       done();
     },
   });
-  const logger = createLogger({ logLevel: 'info' }, sink);
+  const logger = createLogger({ level: 'info' }, sink);
   const write = createRequestLineWriter(logger);
   // Odd but possible values: a quote and a key-shaped string in the URL, an array header, no port.
   const cases = [

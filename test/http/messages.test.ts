@@ -163,7 +163,7 @@ for (const backend of backends) {
       const doc = (await (await fetch(`${app.url}${API}/openapi.json`)).json()) as OpenApiDocument & { info: { title: string }; servers: Array<{ url: string }> };
       assert.equal(doc.openapi, '3.0.3');
       assert.equal(doc.info.title, 'Example API');
-      assert.deepEqual(doc.servers.map((s) => s.url), [app.config.exampleApiUrl]);
+      assert.deepEqual(doc.servers.map((s) => s.url), [app.config.docs.exampleApiUrl]);
       assert.deepEqual(Object.keys(doc.paths).sort(), ['/messages', '/messages/{id}']);
       assert.deepEqual(Object.keys(doc.components.schemas).sort(), ['Error', 'Message', 'MessageStatus', 'Messages', 'NewMessage']);
       assert.deepEqual((doc.components.schemas.MessageStatus as { enum: string[] }).enum, ['queued', 'delivered', 'failed']);

@@ -206,7 +206,7 @@ describe('x-stability and x-hideTryItPanel', () => {
   test('when an operation schema is marked beta and without try-it, then the published operation carries both extensions', async (t) => {
     const app = Fastify();
     t.after(() => app.close());
-    await registerOpenApi(app, loadConfig({}));
+    await registerOpenApi(app, loadConfig({}).docs);
     app.get('/v1/widgets', { schema: { operationId: 'listWidgets', tags: ['animals'], ...stability('beta'), ...hideTryItPanel } }, async () => []);
     await app.ready();
     const doc = app.swagger() as unknown as { paths: Record<string, Record<string, Record<string, unknown>>> };

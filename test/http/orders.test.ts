@@ -285,7 +285,7 @@ for (const backend of backends) {
         assert.equal(await petStatus(account, p.id), 'available');
         assert.deepEqual(await listedIds(account, '&status=available'), [p.id]);
       }
-      const store = await createStore(loadConfig({ PETSTORE_DATABASE_URL: app.config.databaseUrl }));
+      const store = await createStore(loadConfig({ PETSTORE_DATABASE_URL: app.config.database.url }));
       t.after(() => store.close());
       const other = await createServices({ store, clock: { now: () => Date.now() }, environment: app.config.environment });
       const order = await other.orders.place(account.accountId, p.id);

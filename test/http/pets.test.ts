@@ -204,7 +204,7 @@ for (const backend of backends) {
       const { key } = await first.createAccount();
       for (let i = 0; i < 3; i++) await first.request('POST', '/v1/pets', { key, body: { name: `p${i}`, categoryId: 1 } });
       const next = nextLink(await first.request('GET', '/v1/pets?limit=2', { key }))!;
-      const second = await startApp(t, { backend, databaseUrl: first.config.databaseUrl });
+      const second = await startApp(t, { backend, databaseUrl: first.config.database.url });
       const res = await second.request('GET', next, { key });
       assert.equal(res.status, 200);
       assert.equal((res.body as Pet[]).length, 1);

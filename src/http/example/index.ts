@@ -2,7 +2,7 @@
 // OpenAPI document at /example/v1/openapi.json, the same accounts, keys, rate-limit buckets,
 // errors and headers as /v1 (the same hooks, the same error handler).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Config } from '../../config.js';
+import type { DocsConfig } from '../../config.js';
 import { sharedSchemas } from '../../schemas/index.js';
 import { messageSchemas } from '../../schemas/messages.js';
 import type { Services } from '../../services/index.js';
@@ -26,7 +26,7 @@ It is not part of the Petstore API: it shows the accept-now, finish-later patter
 errors, \`RateLimit\` headers and buckets).`;
 
 export interface ExampleApiOptions {
-  config: Config;
+  config: Pick<DocsConfig, 'exampleApiUrl'>;
   services: Services;
   rateLimiter: RateLimiter;
   metrics: Metrics;

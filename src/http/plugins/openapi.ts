@@ -3,7 +3,7 @@
 // paths are relative to the servers, which already end in /v1.
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
-import type { Config } from '../../config.js';
+import type { DocsConfig } from '../../config.js';
 import { OPTIONAL_BODY } from '../validation.js';
 import { webhooksExtension } from '../routes/webhooks.js';
 
@@ -131,7 +131,7 @@ function withUsedComponents<T extends OpenApiShape & { components?: { schemas?: 
 }
 
 /** Registers the Petstore document and its route; returns the served document. */
-export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<() => Record<string, unknown>> {
+export async function registerOpenApi(app: FastifyInstance, config: Pick<DocsConfig, 'productionUrl' | 'stagingUrl'>): Promise<() => Record<string, unknown>> {
   return registerOpenApiDocument(app, {
     path: OPENAPI_PATH,
     basePath: '/v1',

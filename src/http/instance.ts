@@ -1,0 +1,88 @@
+// The Fastify instance: its Node server (timeouts, CONNECT, Expect), request ids, logging, and the
+// slot through which the fast path (src/http/fast-path.ts) sees requests before Fastify does.
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
+import type { HttpConfig } from '../config.js';
+import { lazyChildLoggerFactory } from '../logger.js';
+import type { App } from './plugin.js';
+import { clientErrorHandler, frameworkErrorHandler, rawErrorReply } from './plugins/errors.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const KEY_SHAPED = /psk_(live|test)_/i;
+
+/**
+ * UUID-shaped request ids: 74 random bits per process, then a counter. Unique across
+ * processes and restarts, and cheaper than a fresh randomUUID() per request; they
+ * identify requests, they are not secrets.
+ */
+function requestIdGenerator(): () => string {
+  const r = randomBytes(10).toString('hex');
+  const prefix = `${r.slice(0, 8)}-${r.slice(8, 12)}-4${r.slice(12, 15)}-${'89ab'[Number.parseInt(r[15]!, 16) & 3]}${r.slice(16, 19)}-`;
+  let counter = 0;
+  return () => prefix + (counter++ % 0x1000000000000).toString(16).padStart(12, '0');
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+/** Takes a request before Fastify (true: it answers, or hands it to `fallback` itself), or leaves it (false). */
+export type Interceptor = (req: IncomingMessage, res: ServerResponse, fallback: Handler) => boolean;
+
+export interface Instance {
+  app: App;
+  /** The request id for a client's X-Request-Id (or its absence). */
+  requestId: (given: string | string[] | undefined) => string;
+  /** Sets the interceptor; until then every request goes to Fastify. */
+  intercept: (interceptor: Interceptor) => void;
+}
+
+export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTimeoutMs'>, logger: FastifyBaseLogger): Instance {
+  const newRequestId = requestIdGenerator();
+  const requestId = (given: string | string[] | undefined): string =>
+    // A key pasted here by mistake would be echoed and logged on every line: never accept one.
+    typeof given === 'string' && REQUEST_ID.test(given) && !KEY_SHAPED.test(given) ? given : newRequestId();
+  let interceptor: Interceptor = () => false;
+  const app = Fastify({
+    loggerInstance: logger,
+    bodyLimit: http.bodyLimit,
+    requestIdHeader: false,
+    genReqId: (req: IncomingMessage) => requestId(req.headers['x-request-id']),
+    childLoggerFactory: lazyChildLoggerFactory,
+    clientErrorHandler,
+    frameworkErrors: frameworkErrorHandler,
+    // Slow clients (trickled headers or body) are cut off after requestTimeoutMs; Node checks
+    // at connectionsCheckingInterval, which defaults to 30 s, so we bring it in line.
+    serverFactory: (handler) => {
+      const server = createServer(
+        {
+          requestTimeout: http.requestTimeoutMs,
+          headersTimeout: http.requestTimeoutMs,
+          connectionsCheckingInterval: Math.min(1000, http.requestTimeoutMs),
+          // HTTP/1.0 clients may omit Host; we route on the path only.
+          requireHostHeader: false,
+          // Longer than common load-balancer idle timeouts (60 s), so the balancer closes
+          // idle connections first and never sends on one we are closing.
+          keepAliveTimeout: 72_000,
+        },
+        (req, res) => {
+          // Requests the interceptor takes, it answers or hands back to `handler` itself.
+          if (!interceptor(req, res, handler)) handler(req, res);
+        },
+      );
+      // Unknown Expect values: RFC 9110 lets us ignore them and answer the request normally.
+      server.on('checkExpectation', handler);
+      server.on('connect', (_req: IncomingMessage, socket: Duplex) =>
+        rawErrorReply(socket, 'method_not_allowed', 'CONNECT is not supported: this is not a proxy.'),
+      );
+      return server;
+    },
+    // One log line per request (the core plugin's onResponse hook) instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
+    // Requests arriving during shutdown are refused by registerShutdown, with our Error body.
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  return { app, requestId, intercept: (next) => (interceptor = next) };
+}
