@@ -19,14 +19,14 @@ import { registerOpenApi } from './plugins/openapi.js';
 import { registerShutdown } from './plugins/shutdown.js';
 import { portal } from './portal/plugin.js';
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../services/rate-limit.js';
-import { instrumentStore } from '../store/instrumented.js';
+import { instrumentStore, operationTimer } from '../store/instrumented.js';
 import { healthRoutes } from './routes/health.js';
 import { createPetWire } from './routes/pets.js';
 import { v1Routes } from './routes/v1.js';
 import { exampleApi } from './example/index.js';
 import { createMessageWorker, type Deliver } from '../services/message-worker.js';
 import { createWebhookWorker, type Send } from '../services/webhook-worker.js';
-import { eventSchemas } from '../schemas/events.js';
+import { eventSchemas, type EventType } from '../schemas/events.js';
 import { observeEvents } from '../store/instrumented.js';
 import { checkWebhookUrl, parseAllowedNetworks } from '../webhooks/address-policy.js';
 import { createWebhookSender, type WebhookResolver } from '../webhooks/sender.js';
@@ -156,19 +156,22 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const metrics = createMetrics();
-  const timedStore = instrumentStore(store, (operation) => {
+  const observeStore = (operation: string) => {
     const child = metrics.storeDuration.labels({ operation });
-    return (seconds) => child.observe(seconds);
-  });
+    return (seconds: number) => child.observe(seconds);
+  };
+  const timedStore = instrumentStore(store, observeStore);
+  const timed = operationTimer(observeStore);
   let wakeWorker = () => {};
   let wakeWebhooks = () => {};
   // Every change that wrote events is counted, and wakes the webhook worker (a delivery may be due).
-  const observedStore = config.events
-    ? observeEvents(timedStore, (types) => {
+  const published = config.events
+    ? (types: readonly EventType[]) => {
         for (const type of types) metrics.eventsWritten.labels({ type }).inc();
         wakeWebhooks();
-      })
-    : timedStore;
+      }
+    : undefined;
+  const observedStore = published ? observeEvents(timedStore, published) : timedStore;
   const allowedNetworks = parseAllowedNetworks(config.webhookAllowedNetworks);
   const urlPolicy = { allowHttp: config.webhookAllowHttp, allowed: allowedNetworks };
   const services = await createServices({
@@ -182,6 +185,8 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
     },
     webhookSecretOverlapSeconds: config.webhookSecretOverlapSeconds,
     onDeliveryDue: () => wakeWebhooks(),
+    timed,
+    ...(published ? { published } : {}),
   });
   app.decorate('services', services);
   if (config.messageWorker) {

@@ -3,7 +3,13 @@
 // running (409), and otherwise run the create, which completes the key in its own transaction.
 import type { Clock } from '../clock.js';
 import { IdempotencyKeyInUseError, IdempotencyKeyReusedError } from '../errors.js';
+import type { Sql } from '../store/core/sql.js';
+import { StoreConflictError } from '../store/errors.js';
+import type { IdempotencyRepository, IdempotencyResult } from '../store/idempotency.js';
 import type { Store } from '../store/types.js';
+
+/** What runIdempotent needs of the store: the key's claim and its upkeep. */
+export type IdempotencyKeys = Pick<Store, 'claimIdempotencyKey' | 'renewIdempotencyKey' | 'releaseIdempotencyKey'>;
 
 /** Idempotency keys are kept this long (and at least this long), then may be reused. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -23,12 +29,15 @@ export const IDEMPOTENCY_RENEW_MS = 500;
 export interface IdempotentSteps<T> {
   /** What the completed request with this key created, by id. */
   replay(resourceId: number): Promise<T>;
-  /** Creates and completes the key in one transaction; undefined when another request completed it first. */
+  /**
+   * Creates and completes the key in one transaction (completeKey). Another request completed
+   * it first: StoreConflictError (or undefined), and the create wrote nothing.
+   */
   create(now: number): Promise<T | undefined>;
 }
 
 export async function runIdempotent<T>(
-  deps: { store: Store; clock: Clock },
+  deps: { store: IdempotencyKeys; clock: Clock },
   accountId: string,
   key: string,
   requestHash: string,
@@ -49,6 +58,8 @@ export async function runIdempotent<T>(
       created = await steps.create(now);
     } catch (err) {
       renewal.stop();
+      // A takeover race, lost: loop to replay what the other request created.
+      if (err instanceof StoreConflictError) continue;
       // Only successes are remembered: let the client retry with the same key.
       await store.releaseIdempotencyKey(accountId, key).catch(() => undefined);
       throw err;
@@ -60,7 +71,7 @@ export async function runIdempotent<T>(
 }
 
 /** Renews the claim every IDEMPOTENCY_RENEW_MS until stopped (one renewal at a time; failures are ignored). */
-function renewWhileRunning(deps: { store: Store; clock: Clock }, accountId: string, key: string): { stop(): void } {
+function renewWhileRunning(deps: { store: IdempotencyKeys; clock: Clock }, accountId: string, key: string): { stop(): void } {
   let busy = false;
   const timer = setInterval(() => {
     if (busy) return;
@@ -72,4 +83,21 @@ function renewWhileRunning(deps: { store: Store; clock: Clock }, accountId: stri
   }, IDEMPOTENCY_RENEW_MS);
   timer.unref();
   return { stop: () => clearInterval(timer) };
+}
+
+/**
+ * Completes the claimed key (if any) in the create's transaction with what it created. When
+ * another request completed the key meanwhile, throws StoreConflictError: the transaction
+ * rolls back, and runIdempotent replays the other request's result.
+ */
+export async function completeKey(
+  idempotency: Pick<IdempotencyRepository, 'complete'>,
+  tx: Sql,
+  accountId: string,
+  key: string | undefined,
+  result: IdempotencyResult,
+): Promise<void> {
+  if (key !== undefined && !(await idempotency.complete(tx, accountId, key, result))) {
+    throw new StoreConflictError('the idempotency key was completed by another request');
+  }
 }

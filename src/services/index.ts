@@ -2,6 +2,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Environment } from '../config.js';
+import type { EventType } from '../schemas/events.js';
+import type { TimeOperation } from '../store/instrumented.js';
 import type { Store } from '../store/types.js';
 import { createAccountService } from './accounts.js';
 import { createApiKeyService } from './api-keys.js';
@@ -26,15 +28,31 @@ export async function createServices(deps: {
   webhookSecretOverlapSeconds?: number;
   /** Called when a webhook delivery is due now (the app wakes its worker). */
   onDeliveryDue?: () => void;
+  /** Told the kinds of the events a service's change recorded, once it committed (the app counts them and wakes its webhook worker). */
+  published?: (types: readonly EventType[]) => void;
+  /** Times the services' transactions under their operation names (the store histogram). */
+  timed?: TimeOperation;
 }) {
   const { store, clock, environment } = deps;
+  const { db, idempotency } = store;
+  const optional = { ...(deps.published ? { published: deps.published } : {}), ...(deps.timed ? { timed: deps.timed } : {}) };
   // Stored in the database so every instance (and restart) signs cursors alike.
   const cursorSecret = await store.getOrCreateSetting('cursor_secret', () => randomBytes(32).toString('base64url'));
   return {
     accounts: createAccountService({ store, clock }),
     apiKeys: createApiKeyService({ store, clock, environment }),
     pets: createPetService({ store, clock, cursors: createCursorCodec(cursorSecret, PET_STATUSES) }),
-    orders: createOrderService({ store, clock, cursors: createCursorCodec(cursorSecret, ORDER_STATUSES, 'orders') }),
+    orders: createOrderService({
+      db,
+      orders: store.orders,
+      pets: store.pets,
+      idempotency,
+      events: store.events,
+      keys: store,
+      clock,
+      cursors: createCursorCodec(cursorSecret, ORDER_STATUSES, 'orders'),
+      ...optional,
+    }),
     events: createEventService({ store, cursors: createCursorCodec(cursorSecret, EVENT_FILTERS, 'events') }),
     webhooks: createWebhookService({
       store,

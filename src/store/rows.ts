@@ -1,6 +1,6 @@
 // Row shapes and mappers shared by both backends: the tables have the same columns, so a
 // row reads the same way from SQLite and PostgreSQL.
-import type { NewPet, Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
+import type { NewPet, Pet, PetStatus } from '../schemas/index.js';
 import type { MessageStatus } from '../schemas/messages.js';
 import { EVENT_TYPES } from '../schemas/events.js';
 import { randomFillSync } from 'node:crypto';
@@ -11,20 +11,6 @@ export interface PetRow {
   name: string;
   category_id: number;
   status: PetStatus | null;
-}
-
-export interface OrderRow {
-  id: number;
-  pet_id: number;
-  status: OrderStatus;
-  created_at: string;
-  updated_at: string;
-}
-
-export const ORDER_COLUMNS = 'id, pet_id, status, created_at, updated_at';
-
-export function toOrder(row: OrderRow): Order {
-  return { id: row.id, petId: row.pet_id, status: row.status, createdAt: row.created_at, updatedAt: row.updated_at };
 }
 
 export interface KeyRow {
@@ -359,15 +345,6 @@ export function petRunData(pets: readonly NewPet[]): string {
   }
   return json + ']}';
 }
-export const petStatusChangedEvent = (pet: Pet, previousStatus: PetStatus): NewEvent => ({
-  type: 'pet.status_changed',
-  data: JSON.stringify({ object: pet, previousStatus }),
-});
-export const orderEvent = (order: Order): NewEvent => ({
-  type: order.status === 'placed' ? 'order.placed' : order.status === 'delivered' ? 'order.delivered' : 'order.cancelled',
-  data: JSON.stringify({ object: order }),
-});
-
 /** The kinds a mask selects. */
 export const typesOf = (mask: number) => EVENT_TYPES.filter((type) => (mask & eventBit(type)) !== 0);
 

@@ -1,9 +1,15 @@
 // The persistence contract. Services depend on this interface only; each backend
 // (sqlite/, postgres/) implements it and must pass the same contract test suite.
 import type { Environment } from '../config.js';
-import type { NewPet, Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
+import type { NewPet, Pet, PetStatus } from '../schemas/index.js';
 import type { Message, MessageStatus } from '../schemas/messages.js';
 import type { DeliveryStatus, EventType } from '../schemas/events.js';
+import type { SqlDatabase } from './core/sql.js';
+import type { EventRepository as EventLog } from './events.js';
+import type { IdempotencyRepository } from './idempotency.js';
+import type { OrderRepository } from './orders.js';
+import type { PetRepository } from './pets.js';
+
 
 export interface Account {
   id: string;
@@ -63,52 +69,6 @@ export interface IdempotencyClaimInput {
   ttlMs: number;
   /** An in-flight claim older than this many ms is presumed dead (its process crashed) and may be taken over. */
   leaseMs: number;
-}
-
-export interface ListOrdersQuery {
-  accountId: string;
-  limit: number;
-  status?: OrderStatus | undefined;
-  /** Keyset position: only orders with id greater than this. */
-  afterId?: number | undefined;
-}
-
-export type PlaceOrderResult =
-  | { outcome: 'placed'; order: Order }
-  | { outcome: 'pet_not_found' }
-  /** The pet exists but is not `available` (undefined: it has no status). */
-  | { outcome: 'pet_not_available'; petStatus: PetStatus | undefined }
-  /** With an idempotency key: another request completed the key meanwhile; nothing was written. */
-  | { outcome: 'idempotency_race' };
-
-/** A compare-and-set on an order and its pet, decided by the service's state machine. */
-export interface OrderMove {
-  from: OrderStatus;
-  to: OrderStatus;
-  /** The pet's status while the order is `from`, and after the move. */
-  petFrom: PetStatus;
-  petTo: PetStatus;
-}
-
-export type MoveOrderResult =
-  | { outcome: 'moved'; order: Order }
-  /** The order was not in `move.from`: nothing changed; this is the order as it is. */
-  | { outcome: 'not_moved'; order: Order }
-  | { outcome: 'not_found' };
-
-/** Orders (src/store/<backend>/orders.ts). Every call is scoped by account. */
-export interface OrderRepository {
-  /**
-   * In one transaction: the pet must be the account's and `available`; it becomes `pending` and
-   * an order `placed` is created with the account's next order id. With `idempotencyKey` (a key
-   * the caller claimed), the key is completed with the order in the same transaction.
-   */
-  placeOrder(accountId: string, petId: number, createdAt: string, idempotencyKey?: string): Promise<PlaceOrderResult>;
-  getOrder(accountId: string, id: number): Promise<Order | undefined>;
-  /** Orders of one account in ascending id order, at most `limit`. */
-  listOrders(query: ListOrdersQuery): Promise<readonly Order[]>;
-  /** Moves the order and its pet together, if the order is in `move.from`. */
-  moveOrder(accountId: string, id: number, move: OrderMove, updatedAt: string): Promise<MoveOrderResult>;
 }
 
 export interface ListMessagesQuery {
@@ -311,8 +271,17 @@ export interface WebhookRepository {
   webhookStats(): Promise<WebhookStats>;
 }
 
-export interface Store extends OrderRepository, MessageRepository, EventRepository, WebhookRepository {
+export interface Store extends MessageRepository, EventRepository, WebhookRepository {
   readonly kind: 'sqlite' | 'postgres';
+  /** The database: services open their transactions on it. */
+  readonly db: SqlDatabase;
+  readonly orders: OrderRepository;
+  /** A pet's status, for orders (the other pet methods are still flat, below). */
+  readonly pets: PetRepository;
+  /** The completion of a claimed key (the claim is still claimIdempotencyKey, below). */
+  readonly idempotency: Pick<IdempotencyRepository, 'complete'>;
+  /** Appending to the log in a service's transaction (the reads are still flat, below). */
+  readonly events: Pick<EventLog, 'append'>;
   /** Connection pool usage, for backends that pool connections. */
   poolStats?(): PoolStats;
   /**

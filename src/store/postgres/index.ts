@@ -9,6 +9,8 @@ import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
 import { createPostgresOrders } from './orders.js';
 import { createPostgresMessages } from './messages.js';
+import { createPostgresPetStatus } from './pets.js';
+import { KEY_IN_FLIGHT as IN_FLIGHT, resultColumn, resultValue } from '../idempotency.js';
 import { createPostgresEvents, createPostgresEventWriter, eventIdSql } from './events.js';
 import { createPostgresWebhooks } from './webhooks.js';
 import { watchKeyChanges } from './key-changes.js';
@@ -253,8 +255,15 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
 
   return {
     kind: 'postgres',
-    ...createPostgresOrders({ query, transaction, writeEvents }),
+    db: database,
     ...createPostgresMessages({ query, transaction, writeEvents }),
+    orders: createPostgresOrders(database),
+    pets: createPostgresPetStatus(database),
+    idempotency: {
+      complete: async (tx, accountId, key, result) =>
+        (await tx.run(`UPDATE idempotency_keys SET ${resultColumn(result)} = $1 WHERE account_id = $2 AND key = $3 AND ${IN_FLIGHT}`, [resultValue(result), accountId, key])) === 1,
+    },
+    events: { append: (tx, accountId, events, createdAt) => writeEvents({ query: async (text, values) => ({ rowCount: await tx.run(text, values) }) }, accountId, events, createdAt) },
     ...createPostgresEvents({ query, transaction, writeEvents }),
     ...createPostgresWebhooks({ query, transaction, writeEvents }),
 

@@ -3,7 +3,7 @@
 // message's final state and the job's removal commit together.
 import { KEY_IN_FLIGHT, type JobRow, MESSAGE_COLUMNS, type MessageRow, toJob, toMessage } from '../rows.js';
 import type { Job, ListMessagesQuery, MessageRepository, StoredMessage } from '../types.js';
-import type { PostgresContext } from './orders.js';
+import type { PostgresContext } from './context.js';
 
 export function createPostgresMessages({ query, transaction }: PostgresContext): MessageRepository {
   /** Sets each job's message to its final state if it is still queued, and removes the jobs either way: one statement; how many moved. */

@@ -1,14 +1,18 @@
 // SQLite backend (better-sqlite3). WAL lets the CLI and servers share one file;
 // synchronous=FULL makes every commit durable before we answer 201.
 import { openSqlite, sqlitePath, storeError } from './driver.js';
+import { StoreConflictError } from '../errors.js';
 import type { NewPet, Pet } from '../../schemas/index.js';
 import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
 import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, type PetRow, petCreatedEvent, toKey, toPet } from '../rows.js';
 import { createChangeCheck } from './change-check.js';
 import { createReadCache, type ReadCache } from './read-cache.js';
-import { createSqliteOrders, IdempotencyRace, type IdCounter } from './orders.js';
+import type { IdCounter, SqliteContext } from './context.js';
+import { createSqliteOrders } from './orders.js';
 import { createSqliteMessages } from './messages.js';
+import { createSqlitePetStatus } from './pets.js';
+import { KEY_IN_FLIGHT as IN_FLIGHT, resultColumn, resultValue } from '../idempotency.js';
 import { createSqliteEvents, createSqliteEventWriter } from './events.js';
 import { createSqliteWebhooks } from './webhooks.js';
 
@@ -114,7 +118,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     return row ? row.last - count + 1 : 1;
   };
   const writeEvents = createSqliteEventWriter({ stmt, nextIds }, options.events !== false);
-  const context = { db, stmt, cache, nextIds, writeEvents };
+  const context: SqliteContext = { db, stmt, cache, nextIds, writeEvents };
 
   // Group commit for createPet: calls made while a batch is pending join it, and the batch
   // is written by one BEGIN IMMEDIATE … COMMIT, so one WAL fsync (synchronous=FULL) makes all
@@ -206,8 +210,16 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
 
   const store: Store = {
     kind: 'sqlite',
-    ...createSqliteOrders(context),
+    db: sqlite,
     ...createSqliteMessages(context),
+    orders: createSqliteOrders(sqlite),
+    pets: createSqlitePetStatus(sqlite, cache),
+    idempotency: {
+      complete: async (tx, accountId, key, result) =>
+        (await tx.run(`UPDATE idempotency_keys SET ${resultColumn(result)} = ? WHERE account_id = ? AND key = ? AND ${IN_FLIGHT}`, [resultValue(result), accountId, key])) === 1,
+    },
+    // The transaction is this connection's: the writer's statements run in it.
+    events: { append: async (_tx, accountId, events, createdAt) => writeEvents.write(accountId, events, createdAt) },
     ...createSqliteEvents(context),
     ...createSqliteWebhooks(context),
 
@@ -371,13 +383,13 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
             `UPDATE idempotency_keys SET pet_id = ? WHERE account_id = ? AND key = ? AND ${KEY_IN_FLIGHT}`,
           ).run(row.id, accountId, key);
           // Another request completed this key meanwhile: roll back our pet, never a duplicate.
-          if (done.changes !== 1) throw new IdempotencyRace();
+          if (done.changes !== 1) throw new StoreConflictError('idempotency key completed meanwhile');
           const created = toPet(row);
           writeEvents.write(accountId, [petCreatedEvent(created)], createdAt);
           return created;
         }).immediate();
       } catch (err) {
-        if (err instanceof IdempotencyRace) return undefined;
+        if (err instanceof StoreConflictError) return undefined;
         throw err;
       } finally {
         cache?.wrote(accountId);

@@ -3,7 +3,8 @@
 // by one worker is skipped by the others until its lease ends.
 import { KEY_IN_FLIGHT, type JobRow, MESSAGE_COLUMNS, type MessageRow, toJob, toMessage } from '../rows.js';
 import type { Job, ListMessagesQuery, MessageRepository } from '../types.js';
-import { IdempotencyRace, type SqliteContext } from './orders.js';
+import { StoreConflictError } from '../errors.js';
+import type { SqliteContext } from './context.js';
 
 export function createSqliteMessages({ db, stmt, nextIds }: SqliteContext): MessageRepository {
   const enqueue = db.transaction((accountId: string, m: { id: string; message: string; createdAt: string }, now: number, key: string | undefined) => {
@@ -15,7 +16,7 @@ export function createSqliteMessages({ db, stmt, nextIds }: SqliteContext): Mess
     if (key !== undefined) {
       const done = stmt<[number, string, string], unknown>(`UPDATE idempotency_keys SET message_seq = ? WHERE account_id = ? AND key = ? AND ${KEY_IN_FLIGHT}`).run(seq, accountId, key);
       // Another request completed this key meanwhile: undo ours, never a duplicate.
-      if (done.changes !== 1) throw new IdempotencyRace();
+      if (done.changes !== 1) throw new StoreConflictError('idempotency key completed meanwhile');
     }
     return toMessage(row);
   });
@@ -43,7 +44,7 @@ export function createSqliteMessages({ db, stmt, nextIds }: SqliteContext): Mess
       try {
         return enqueue.immediate(accountId, message, now, idempotencyKey);
       } catch (error) {
-        if (error instanceof IdempotencyRace) return undefined;
+        if (error instanceof StoreConflictError) return undefined;
         throw error;
       }
     },
