@@ -191,7 +191,10 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
   app.decorate('services', services);
   if (config.messageWorker) {
     const worker = createMessageWorker({
-      store: timedStore,
+      db: timedStore.db,
+      messages: timedStore.messages,
+      jobs: timedStore.jobs,
+      timed,
       clock,
       log: app.log,
       counters: {

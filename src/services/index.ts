@@ -64,10 +64,15 @@ export async function createServices(deps: {
       ...(deps.onDeliveryDue ? { due: deps.onDeliveryDue } : {}),
     }),
     messages: createMessageService({
-      store,
+      db,
+      messages: store.messages,
+      jobs: store.jobs,
+      idempotency,
+      keys: store,
       clock,
       cursors: createCursorCodec(cursorSecret, MESSAGE_STATUSES, 'messages'),
       ...(deps.onMessageQueued ? { queued: deps.onMessageQueued } : {}),
+      ...(deps.timed ? { timed: deps.timed } : {}),
     }),
   };
 }

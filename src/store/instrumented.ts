@@ -23,15 +23,6 @@ const TIMED = [
   'renewIdempotencyKey',
   'releaseIdempotencyKey',
   'purgeIdempotencyKeys',
-  'enqueueMessage',
-  'getMessage',
-  'getMessageBySeq',
-  'listMessages',
-  'claimJobs',
-  'completeMessageDeliveries',
-  'retryJob',
-  'failMessage',
-  'messageQueueStats',
   'listEvents',
   'getEvent',
   'pruneEvents',
@@ -84,7 +75,9 @@ type Method = (...args: unknown[]) => Promise<unknown>;
 // stay what they were). Methods that run in a service's transaction are timed with it.
 const REPOSITORY_OPERATIONS = {
   orders: { get: 'getOrder', list: 'listOrders' },
-} as const satisfies { [K in 'orders']: Partial<Record<keyof Store[K], string>> };
+  messages: { get: 'getMessage', getBySeq: 'getMessageBySeq', list: 'listMessages', queueStats: 'messageQueueStats' },
+  jobs: { claim: 'claimJobs', retry: 'retryJob' },
+} as const satisfies { [K in 'orders' | 'messages' | 'jobs']: Partial<Record<keyof Store[K], string>> };
 
 /** The repository's methods, those named in `operations` timed; each looked up at call time. */
 function timedRepository<K extends keyof typeof REPOSITORY_OPERATIONS>(store: Store, name: K, observer: Observer): Store[K] {
@@ -115,6 +108,8 @@ export function instrumentStore(store: Store, observer: Observer): Store {
     idempotency: store.idempotency,
     events: store.events,
     orders: timedRepository(store, 'orders', observer),
+    messages: timedRepository(store, 'messages', observer),
+    jobs: timedRepository(store, 'jobs', observer),
     migrate: () => store.migrate(),
     pendingMigrations: () => store.pendingMigrations(),
     close: () => store.close(),

@@ -1,10 +1,9 @@
 // Row shapes and mappers shared by both backends: the tables have the same columns, so a
 // row reads the same way from SQLite and PostgreSQL.
 import type { NewPet, Pet, PetStatus } from '../schemas/index.js';
-import type { MessageStatus } from '../schemas/messages.js';
 import { EVENT_TYPES } from '../schemas/events.js';
 import { randomFillSync } from 'node:crypto';
-import type { ApiKeyRecord, ClaimedDelivery, Job, StoredDelivery, StoredEvent, StoredMessage, StoredWebhookEndpoint, WebhookStats } from './types.js';
+import type { ApiKeyRecord, ClaimedDelivery, StoredDelivery, StoredEvent, StoredWebhookEndpoint, WebhookStats } from './types.js';
 
 export interface PetRow {
   id: number;
@@ -53,36 +52,6 @@ export interface Migration {
 export const KEY_IN_FLIGHT = 'pet_id IS NULL AND order_id IS NULL AND message_seq IS NULL';
 /** What a completed idempotency key created: a pet id, an order id or a message seq (the request hash tells which). */
 export const KEY_RESULT = 'COALESCE(pet_id, order_id, message_seq)';
-
-export interface MessageRow {
-  seq: number;
-  id: string;
-  message: string;
-  status: MessageStatus;
-  created_at: string;
-  delivered_at: string | null;
-  failure_reason: string | null;
-}
-
-export const MESSAGE_COLUMNS = 'seq, id, message, status, created_at, delivered_at, failure_reason';
-
-/** NULL columns become absent properties, never `null`. */
-export function toMessage(row: MessageRow): StoredMessage {
-  const message: StoredMessage = { seq: row.seq, id: row.id, message: row.message, status: row.status, createdAt: row.created_at };
-  if (row.delivered_at !== null) message.deliveredAt = row.delivered_at;
-  if (row.failure_reason !== null) message.failureReason = row.failure_reason;
-  return message;
-}
-
-export interface JobRow {
-  id: number;
-  kind: Job['kind'];
-  account_id: string;
-  ref: number;
-  attempts: number;
-}
-
-export const toJob = (row: JobRow): Job => ({ id: row.id, kind: row.kind, accountId: row.account_id, ref: row.ref, attempts: row.attempts });
 
 /**
  * A row of the event log: a run of `span` consecutive events of one account, one kind and one

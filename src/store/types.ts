@@ -2,14 +2,17 @@
 // (sqlite/, postgres/) implements it and must pass the same contract test suite.
 import type { Environment } from '../config.js';
 import type { NewPet, Pet, PetStatus } from '../schemas/index.js';
-import type { Message, MessageStatus } from '../schemas/messages.js';
 import type { DeliveryStatus, EventType } from '../schemas/events.js';
 import type { SqlDatabase } from './core/sql.js';
 import type { EventRepository as EventLog } from './events.js';
 import type { IdempotencyRepository } from './idempotency.js';
+import type { JobRepository } from './jobs.js';
+import type { MessageRepository } from './messages.js';
 import type { OrderRepository } from './orders.js';
 import type { PetRepository } from './pets.js';
 
+export type { Job } from './jobs.js';
+export type { StoredMessage } from './messages.js';
 
 export interface Account {
   id: string;
@@ -69,65 +72,6 @@ export interface IdempotencyClaimInput {
   ttlMs: number;
   /** An in-flight claim older than this many ms is presumed dead (its process crashed) and may be taken over. */
   leaseMs: number;
-}
-
-export interface ListMessagesQuery {
-  accountId: string;
-  limit: number;
-  status?: MessageStatus | undefined;
-  /** Keyset position: only messages after this one (the account's sequence number). */
-  afterSeq?: number | undefined;
-}
-
-/** A message with its place in the account's sequence (what cursors and jobs refer to). */
-export type StoredMessage = Message & { seq: number };
-
-/** A unit of background work, leased to one worker at a time (src/store/<backend>/messages.ts). */
-export interface Job {
-  id: number;
-  kind: 'message.deliver' | 'webhook.deliver';
-  accountId: string;
-  /** What the job is about, within the account (a message's seq). */
-  ref: number;
-  /** Attempts so far, this one included. */
-  attempts: number;
-}
-
-export interface MessageQueueStats {
-  /** Messages still queued. */
-  depth: number;
-  /** createdAt of the oldest queued message (ISO), if any. */
-  oldestCreatedAt: string | undefined;
-}
-
-/** The example API's messages, and the durable job queue that delivers them. */
-export interface MessageRepository {
-  /**
-   * In one transaction: the message (the account's next seq, status `queued`), its delivery job
-   * (due at `now`), and, with `idempotencyKey` (claimed by the caller), the key's completion.
-   * Undefined (nothing written) when another request completed the key meanwhile.
-   */
-  enqueueMessage(accountId: string, message: { id: string; message: string; createdAt: string }, now: number, idempotencyKey?: string): Promise<StoredMessage | undefined>;
-  getMessage(accountId: string, id: string): Promise<StoredMessage | undefined>;
-  getMessageBySeq(accountId: string, seq: number): Promise<StoredMessage | undefined>;
-  /** Messages of one account, oldest first, at most `limit`. */
-  listMessages(query: ListMessagesQuery): Promise<readonly StoredMessage[]>;
-  /**
-   * Leases up to `max` due jobs of `kind` until `now + leaseMs` and counts an attempt on each.
-   * Jobs leased by someone else are skipped (PostgreSQL: SKIP LOCKED; SQLite: the write lock).
-   */
-  claimJobs(kind: Job['kind'], now: number, leaseMs: number, max: number): Promise<Job[]>;
-  /**
-   * The jobs' messages are delivered and the jobs done, all in one transaction (one commit for
-   * a whole batch). A message no longer queued is left as it is (its job is still removed): the
-   * status moves once, whoever tries. Returns how many messages moved.
-   */
-  completeMessageDeliveries(jobs: readonly Job[], deliveredAt: string): Promise<number>;
-  /** Gives the job back, due again at `retryAt` (epoch ms), with the reason kept for the record. */
-  retryJob(job: Job, error: string, retryAt: number): Promise<void>;
-  /** The message failed (with the reason) and its job is done, together, if it was still queued. */
-  failMessage(job: Job, reason: string): Promise<boolean>;
-  messageQueueStats(): Promise<MessageQueueStats>;
 }
 
 /** An event as stored: `data` is its JSON text, exactly what the API shows and deliveries sign. */
@@ -271,11 +215,13 @@ export interface WebhookRepository {
   webhookStats(): Promise<WebhookStats>;
 }
 
-export interface Store extends MessageRepository, EventRepository, WebhookRepository {
+export interface Store extends EventRepository, WebhookRepository {
   readonly kind: 'sqlite' | 'postgres';
   /** The database: services open their transactions on it. */
   readonly db: SqlDatabase;
   readonly orders: OrderRepository;
+  readonly messages: MessageRepository;
+  readonly jobs: JobRepository;
   /** A pet's status, for orders (the other pet methods are still flat, below). */
   readonly pets: PetRepository;
   /** The completion of a claimed key (the claim is still claimIdempotencyKey, below). */

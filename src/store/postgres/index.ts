@@ -9,6 +9,7 @@ import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
 import { createPostgresOrders } from './orders.js';
 import { createPostgresMessages } from './messages.js';
+import { createPostgresJobs } from './jobs.js';
 import { createPostgresPetStatus } from './pets.js';
 import { KEY_IN_FLIGHT as IN_FLIGHT, resultColumn, resultValue } from '../idempotency.js';
 import { createPostgresEvents, createPostgresEventWriter, eventIdSql } from './events.js';
@@ -256,8 +257,9 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
   return {
     kind: 'postgres',
     db: database,
-    ...createPostgresMessages({ query, transaction, writeEvents }),
     orders: createPostgresOrders(database),
+    messages: createPostgresMessages(database),
+    jobs: createPostgresJobs(database),
     pets: createPostgresPetStatus(database),
     idempotency: {
       complete: async (tx, accountId, key, result) =>

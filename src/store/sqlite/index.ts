@@ -11,6 +11,7 @@ import { createReadCache, type ReadCache } from './read-cache.js';
 import type { IdCounter, SqliteContext } from './context.js';
 import { createSqliteOrders } from './orders.js';
 import { createSqliteMessages } from './messages.js';
+import { createSqliteJobs } from './jobs.js';
 import { createSqlitePetStatus } from './pets.js';
 import { KEY_IN_FLIGHT as IN_FLIGHT, resultColumn, resultValue } from '../idempotency.js';
 import { createSqliteEvents, createSqliteEventWriter } from './events.js';
@@ -211,8 +212,9 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
   const store: Store = {
     kind: 'sqlite',
     db: sqlite,
-    ...createSqliteMessages(context),
     orders: createSqliteOrders(sqlite),
+    messages: createSqliteMessages(sqlite),
+    jobs: createSqliteJobs(sqlite),
     pets: createSqlitePetStatus(sqlite, cache),
     idempotency: {
       complete: async (tx, accountId, key, result) =>
