@@ -93,9 +93,12 @@ for (const backend of backends) {
       await isLocked;
       let secondSaw = undefined as Order | undefined;
       const second = store.db.transaction(async (tx) => (secondSaw = await store.orders.lock(tx, a!.id, order.id)));
-      await sleep(200);
-      assert.equal(secondSaw, undefined, 'the second lock waits');
-      release();
+      try {
+        await sleep(200);
+        assert.equal(secondSaw, undefined, 'the second lock waits');
+      } finally {
+        release();
+      }
       await first;
       assert.equal((await second)?.status, 'delivered', 'and then sees what the first committed');
     });
@@ -159,9 +162,12 @@ for (const backend of backends) {
       await isLocked;
       let secondSaw = undefined as { status: string | null } | undefined;
       const second = store.db.transaction(async (tx) => (secondSaw = await store.pets.lockStatus(tx, a!.id, rex.id)));
-      await sleep(200);
-      assert.equal(secondSaw, undefined, 'the second lock waits');
-      release();
+      try {
+        await sleep(200);
+        assert.equal(secondSaw, undefined, 'the second lock waits');
+      } finally {
+        release();
+      }
       await Promise.all([first, second]);
       assert.deepEqual(secondSaw, { status: 'pending' });
     });
