@@ -165,7 +165,7 @@ describe('the message queue across processes', { concurrency: true }, () => {
     const started = Date.now();
     const [a, b] = await Promise.all([startApp(scope, { backend: postgresBackend, databaseUrl: database.url }), startApp(scope, { backend: postgresBackend, databaseUrl: database.url })]);
     const deadline = Date.now() + 30_000;
-    while ((await a.store.messageQueueStats()).depth > 0) {
+    while ((await a.store.messages.queueStats()).depth > 0) {
       assert.ok(Date.now() < deadline, 'the backlog drains within 30 s');
       await sleep(100);
     }
@@ -189,7 +189,7 @@ async function backlog(t: TestContext, url: string, count: number): Promise<void
     for (let i = 0; i < count; i += 8) {
       await Promise.all(Array.from({ length: Math.min(8, count - i) }, (_, j) => services.messages.send(account.id, `backlog ${i + j}`)));
     }
-    assert.equal((await store.messageQueueStats()).depth, count);
+    assert.equal((await store.messages.queueStats()).depth, count);
   } finally {
     await store.close();
   }

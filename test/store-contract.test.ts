@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
-import { StoreUnavailableError } from '../src/errors.js';
+import { ApiError, InvalidTransitionError, NotFoundError, PetNotAvailableError, StoreUnavailableError } from '../src/errors.js';
+import { createServices } from '../src/services/index.js';
 import type { NewPet, Order, Pet, PetStatus } from '../src/schemas/index.js';
 import { createStore } from '../src/store/index.js';
 import type { Account, ApiKeyRecord, Store } from '../src/store/types.js';
@@ -97,6 +98,17 @@ async function afterDeadClients<T>(call: () => Promise<T>): Promise<T> {
   }
   return call();
 }
+
+/** The order service on `store` (the rules are the service's), its clock at `clock.at`. */
+async function orderService(store: Store, clock = { at: T0 }) {
+  return (await createServices({ store, clock: { now: () => Date.parse(clock.at) }, environment: 'production' })).orders;
+}
+
+/** Refused with exactly `expected`: its class, code and message. */
+const refusal = (expected: ApiError) => (error: unknown) =>
+  error instanceof ApiError && error.constructor === expected.constructor && error.code === expected.code && error.message === expected.message;
+const petNotFound = (id: number) => new NotFoundError(`No pet with id ${id}. List your pets with GET /v1/pets.`);
+const orderNotFound = (id: number) => new NotFoundError(`No order with id ${id}. List your orders with GET /v1/store/orders.`);
 
 /** Walks every page of listPets and returns the pets in the order seen. */
 async function walk(store: Store, accountId: string, pageSize: number, status?: PetStatus): Promise<Pet[]> {
@@ -456,51 +468,54 @@ for (const backend of backends) {
       });
     });
 
-    describe('orders', () => {
-      const deliver = { from: 'placed', to: 'delivered', petFrom: 'pending', petTo: 'sold' } as const;
-      const cancel = { from: 'placed', to: 'cancelled', petFrom: 'pending', petTo: 'available' } as const;
-
+    describe('orders (the rules of services/orders.ts on this store; the repository: store-contract-orders)', () => {
       it('when an available pet is ordered, then the order is placed with the account\'s next order id and the pet is pending; an unavailable or unknown pet is refused, changing nothing', async (t) => {
         const [store, a, b] = await storeWithAccounts(t, backend, 2);
+        const orders = await orderService(store);
         const pet = await createPet(store, a.id, { name: 'Rex', categoryId: 1, status: 'available' }, T0);
-        const placed = await store.placeOrder(a.id, pet.id, T0);
-        assert.deepEqual(placed, { outcome: 'placed', order: { id: 1, petId: pet.id, status: 'placed', createdAt: T0, updatedAt: T0 } });
+        const placed = await orders.place(a.id, pet.id);
+        assert.deepEqual(placed, { id: 1, petId: pet.id, status: 'placed', createdAt: T0, updatedAt: T0 });
         assert.equal((await store.pets.get(a.id, pet.id))?.status, 'pending');
-        assert.deepEqual(await store.placeOrder(a.id, pet.id, T0), { outcome: 'pet_not_available', petStatus: 'pending' });
+        await assert.rejects(orders.place(a.id, pet.id), refusal(new PetNotAvailableError(pet.id, 'pending')));
         const bare = await createPet(store, a.id, { name: 'Bare', categoryId: 1 }, T0);
-        assert.deepEqual(await store.placeOrder(a.id, bare.id, T0), { outcome: 'pet_not_available', petStatus: undefined });
-        assert.deepEqual(await store.placeOrder(a.id, 999, T0), { outcome: 'pet_not_found' });
-        assert.deepEqual(await store.placeOrder(b.id, pet.id, T0), { outcome: 'pet_not_found' }, 'another account\'s pet');
-        assert.deepEqual(await store.listOrders({ accountId: a.id, limit: 10 }), [(placed as { order: Order }).order]);
-        assert.deepEqual(await store.listOrders({ accountId: b.id, limit: 10 }), []);
+        await assert.rejects(orders.place(a.id, bare.id), refusal(new PetNotAvailableError(bare.id, undefined)));
+        await assert.rejects(orders.place(a.id, 999), refusal(petNotFound(999)));
+        await assert.rejects(orders.place(b.id, pet.id), refusal(petNotFound(pet.id)), 'another account\'s pet');
+        assert.deepEqual(await store.orders.list({ accountId: a.id, limit: 10 }), [placed]);
+        assert.deepEqual(await store.orders.list({ accountId: b.id, limit: 10 }), []);
       });
 
       it('when an order is moved, then the order and its pet change together; a move from another status or of an unknown order changes nothing', async (t) => {
         const [store, a, b] = await storeWithAccounts(t, backend, 2);
+        const clock = { at: T0 };
+        const orders = await orderService(store, clock);
         const pet = await createPet(store, a.id, { name: 'Rex', categoryId: 1, status: 'available' }, T0);
-        const { order } = (await store.placeOrder(a.id, pet.id, T0)) as { order: Order };
+        const order = await orders.place(a.id, pet.id);
         const T1 = '2024-05-02T00:00:00.000Z';
-        assert.deepEqual(await store.moveOrder(a.id, order.id, deliver, T1), { outcome: 'moved', order: { ...order, status: 'delivered', updatedAt: T1 } });
+        clock.at = T1;
+        assert.deepEqual(await orders.act(a.id, order.id, 'deliver'), { ...order, status: 'delivered', updatedAt: T1 });
         assert.equal((await store.pets.get(a.id, pet.id))?.status, 'sold');
-        assert.deepEqual(await store.moveOrder(a.id, order.id, cancel, T1), { outcome: 'not_moved', order: { ...order, status: 'delivered', updatedAt: T1 } });
+        await assert.rejects(orders.act(a.id, order.id, 'cancel'), refusal(new InvalidTransitionError(order.id, 'delivered', 'cancelled')));
+        assert.deepEqual(await store.orders.get(a.id, order.id), { ...order, status: 'delivered', updatedAt: T1 });
         assert.equal((await store.pets.get(a.id, pet.id))?.status, 'sold');
-        assert.deepEqual(await store.moveOrder(a.id, 42, cancel, T1), { outcome: 'not_found' });
-        assert.deepEqual(await store.moveOrder(b.id, order.id, cancel, T1), { outcome: 'not_found' }, 'another account\'s order');
-        assert.equal(await store.getOrder(b.id, order.id), undefined);
-        assert.equal(await store.getOrder(a.id, order.id + 0.5), undefined);
+        await assert.rejects(orders.act(a.id, 42, 'cancel'), refusal(orderNotFound(42)));
+        await assert.rejects(orders.act(b.id, order.id, 'cancel'), refusal(orderNotFound(order.id)), 'another account\'s order');
+        assert.equal(await store.orders.get(b.id, order.id), undefined);
+        assert.equal(await store.orders.get(a.id, order.id + 0.5), undefined);
       });
 
       it('when orders are listed, then they come in ascending id order after afterId, at most limit, filtered by status', async (t) => {
         const [store, a] = await storeWithAccounts(t, backend, 1);
+        const service = await orderService(store);
         const orders: Order[] = [];
         for (let i = 0; i < 5; i++) {
           const pet = await createPet(store, a.id, { name: `P${i}`, categoryId: 1, status: 'available' }, T0);
-          orders.push(((await store.placeOrder(a.id, pet.id, T0)) as { order: Order }).order);
+          orders.push(await service.place(a.id, pet.id));
         }
-        const cancelled = ((await store.moveOrder(a.id, orders[1]!.id, cancel, T0)) as { order: Order }).order;
-        assert.deepEqual((await store.listOrders({ accountId: a.id, limit: 3, afterId: 1 })).map((o) => o.id), [2, 3, 4]);
-        assert.deepEqual(await store.listOrders({ accountId: a.id, limit: 10, status: 'cancelled' }), [cancelled]);
-        assert.deepEqual((await store.listOrders({ accountId: a.id, limit: 10, status: 'placed', afterId: 3 })).map((o) => o.id), [4, 5]);
+        const cancelled = await service.act(a.id, orders[1]!.id, 'cancel');
+        assert.deepEqual((await store.orders.list({ accountId: a.id, limit: 3, afterId: 1 })).map((o) => o.id), [2, 3, 4]);
+        assert.deepEqual(await store.orders.list({ accountId: a.id, limit: 10, status: 'cancelled' }), [cancelled]);
+        assert.deepEqual((await store.orders.list({ accountId: a.id, limit: 10, status: 'placed', afterId: 3 })).map((o) => o.id), [4, 5]);
       });
     });
 

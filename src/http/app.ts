@@ -59,6 +59,6 @@ export async function buildWorkerApp(deps: AppDeps): Promise<App> {
 }
 
 /** What the worker runtime takes from an app: the timed store, the services, the metrics, the log. */
-export function workerDepsOf(app: App): Pick<WorkerDeps, 'store' | 'services' | 'metrics' | 'log'> {
-  return { store: app.stores.timed, services: app.services, metrics: app.metrics, log: app.log };
+export function workerDepsOf(app: App): Pick<WorkerDeps, 'store' | 'timed' | 'services' | 'metrics' | 'log'> {
+  return { store: app.stores.timed, timed: app.stores.operations, services: app.services, metrics: app.metrics, log: app.log };
 }

@@ -8,6 +8,7 @@ import type { Metrics } from '../http/plugins/metrics.js';
 import { createMessageWorker, type Deliver } from '../services/message-worker.js';
 import type { Services } from '../services/index.js';
 import { createWebhookWorker, type Send } from '../services/webhook-worker.js';
+import type { TimeOperation } from '../store/instrumented.js';
 import type { Store } from '../store/types.js';
 import { createWebhookSender, type WebhookResolver } from '../webhooks/sender.js';
 import type { Wakeups } from './wakeups.js';
@@ -20,6 +21,8 @@ export interface WorkerDeps {
   config: Pick<Config, 'workers' | 'webhooks' | 'events'>;
   /** The timed store (every call in the store latency histogram). */
   store: Store;
+  /** Times the workers' transactions under their operation names (the same histogram). */
+  timed: TimeOperation;
   services: { pets: Pick<Services['pets'], 'purgeExpiredIdempotencyKeys'>; events: Pick<Services['events'], 'prune'> };
   metrics: Metrics;
   wakeups: Wakeups;
@@ -40,9 +43,12 @@ export interface Workers {
 
 type Stop = () => Promise<void> | void;
 
-function startMessageWorker({ store, clock, log, metrics, wakeups, deliver }: WorkerDeps): Stop {
+function startMessageWorker({ store, timed, clock, log, metrics, wakeups, deliver }: WorkerDeps): Stop {
   const worker = createMessageWorker({
-    store,
+    db: store.db,
+    messages: store.messages,
+    jobs: store.jobs,
+    timed,
     clock,
     log,
     counters: {

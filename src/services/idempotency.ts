@@ -76,7 +76,15 @@ export function claimKey(deps: IdempotencyDeps, accountId: string, key: string, 
  * another request completed it meanwhile, throws StoreConflictError: the transaction rolls
  * back (never a duplicate) and runIdempotent replays the other request's result.
  */
-export async function completeKey(idempotency: Pick<IdempotencyRepository, 'complete'>, tx: Sql, accountId: string, key: string, result: IdempotencyResult): Promise<void> {
+export async function completeKey(
+  idempotency: Pick<IdempotencyRepository, 'complete'>,
+  tx: Sql,
+  accountId: string,
+  key: string | undefined,
+  result: IdempotencyResult,
+): Promise<void> {
+  // A create without a key has nothing to complete.
+  if (key === undefined) return;
   if (!(await idempotency.complete(tx, accountId, key, result))) {
     throw new StoreConflictError(`idempotency key ${key} was completed by another request`);
   }

@@ -2,6 +2,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Environment } from '../config.js';
+import type { EventType } from '../schemas/events.js';
+import type { TimeOperation } from '../store/instrumented.js';
 import type { Store } from '../store/types.js';
 import { createAccountService } from './accounts.js';
 import { createApiKeyService } from './api-keys.js';
@@ -12,7 +14,7 @@ import { MESSAGE_STATUSES } from '../schemas/messages.js';
 import { createPetService } from './pets.js';
 import { createEventService, EVENT_FILTERS } from './events.js';
 import { createWebhookService, type UrlCheck } from './webhooks.js';
-import { DELIVERY_STATUSES, type EventType } from '../schemas/events.js';
+import { DELIVERY_STATUSES } from '../schemas/events.js';
 import { ORDER_STATUSES, PET_STATUSES } from '../schemas/index.js';
 
 export async function createServices(deps: {
@@ -26,18 +28,31 @@ export async function createServices(deps: {
   webhookSecretOverlapSeconds?: number;
   /** Called when a webhook delivery is due now (the app wakes its worker). */
   onDeliveryDue?: () => void;
-  /** Called after a change that recorded events committed (the events metric; wakes the webhook worker). */
-  onEventsWritten?: (types: readonly EventType[]) => void;
+  /** Told the kinds of the events a service's change recorded, once it committed (the app counts them and wakes its webhook worker). */
+  published?: (types: readonly EventType[]) => void;
+  /** Times the services' transactions under their operation names (the store histogram). */
+  timed?: TimeOperation;
 }) {
   const { store, clock, environment } = deps;
+  const { db, idempotency } = store;
+  const optional = { ...(deps.published ? { published: deps.published } : {}), ...(deps.timed ? { timed: deps.timed } : {}) };
   // Stored in the database so every instance (and restart) signs cursors alike.
   const cursorSecret = await store.settings.getOrCreate('cursor_secret', () => randomBytes(32).toString('base64url'));
-  const { db, accounts, apiKeys, pets, idempotency } = store;
+  const { accounts, apiKeys, pets } = store;
   return {
     accounts: createAccountService({ accounts, clock }),
     apiKeys: createApiKeyService({ apiKeys, accounts, externalChangeCounter: store.externalChangeCounter, clock, environment }),
-    pets: createPetService({ db, pets, idempotency, events: store.events, clock, cursors: createCursorCodec(cursorSecret, PET_STATUSES), published: deps.onEventsWritten }),
-    orders: createOrderService({ store, clock, cursors: createCursorCodec(cursorSecret, ORDER_STATUSES, 'orders') }),
+    pets: createPetService({ db, pets, idempotency, events: store.events, clock, cursors: createCursorCodec(cursorSecret, PET_STATUSES), published: deps.published }),
+    orders: createOrderService({
+      db,
+      orders: store.orders,
+      pets: store.pets,
+      idempotency,
+      events: store.events,
+      clock,
+      cursors: createCursorCodec(cursorSecret, ORDER_STATUSES, 'orders'),
+      ...optional,
+    }),
     events: createEventService({ store, cursors: createCursorCodec(cursorSecret, EVENT_FILTERS, 'events') }),
     webhooks: createWebhookService({
       store,
@@ -49,10 +64,14 @@ export async function createServices(deps: {
       ...(deps.onDeliveryDue ? { due: deps.onDeliveryDue } : {}),
     }),
     messages: createMessageService({
-      store,
+      db,
+      messages: store.messages,
+      jobs: store.jobs,
+      idempotency,
       clock,
       cursors: createCursorCodec(cursorSecret, MESSAGE_STATUSES, 'messages'),
       ...(deps.onMessageQueued ? { queued: deps.onMessageQueued } : {}),
+      ...(deps.timed ? { timed: deps.timed } : {}),
     }),
   };
 }

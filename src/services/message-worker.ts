@@ -1,13 +1,16 @@
 // The background worker every server process runs: it takes due message jobs from the durable
-// queue (store.claimJobs: leased, so two workers never hold one job), delivers each, and
+// queue (jobs.claim: leased, so two workers never hold one job), delivers each, and
 // records the outcome with the job's removal in one transaction. A job whose worker died comes
 // due again when its lease ends; a message fails for good after MAX_ATTEMPTS attempts.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import type { Message } from '../schemas/messages.js';
-import type { Job, Store } from '../store/types.js';
+import type { SqlDatabase } from '../store/core/sql.js';
+import type { TimeOperation } from '../store/instrumented.js';
+import type { Job, JobRepository } from '../store/jobs.js';
+import type { MessageOutcome, MessageRepository } from '../store/messages.js';
 
-export const MESSAGE_JOB = 'message.deliver';
+export const MESSAGE_JOB = 'message.deliver' as const;
 export const MAX_ATTEMPTS = 5;
 /** Delivery takes milliseconds: a job is handed to another worker 5 s after its worker stopped answering. */
 export const LEASE_MS = 5_000;
@@ -28,14 +31,19 @@ export interface WorkerCounters {
 }
 
 export function createMessageWorker(deps: {
-  store: Store;
+  db: Pick<SqlDatabase, 'transaction'>;
+  messages: Pick<MessageRepository, 'getBySeq' | 'finish'>;
+  jobs: Pick<JobRepository, 'claim' | 'retry' | 'remove'>;
+  /** Times each settling transaction (the store histogram). */
+  timed?: TimeOperation;
   clock: Clock;
   log: FastifyBaseLogger;
   counters: WorkerCounters;
   deliver?: Deliver;
   pollMs?: number;
 }) {
-  const { store, clock, log, counters } = deps;
+  const { db, messages, jobs, clock, log, counters } = deps;
+  const timed: TimeOperation = deps.timed ?? ((_operation, work) => work());
   const deliver: Deliver = deps.deliver ?? (async () => {});
   const pollMs = deps.pollMs ?? POLL_MS;
   let timer: NodeJS.Timeout | undefined;
@@ -44,9 +52,23 @@ export function createMessageWorker(deps: {
   let stopped = true;
   let lastErrorLogged = 0;
 
+  /**
+   * The jobs' messages still queued end as `outcome` (a message moves once, whoever tries) and
+   * the jobs are done, in one transaction (one commit for a whole batch); how many moved.
+   */
+  function settle(operation: string, done: readonly Job[], outcome: MessageOutcome): Promise<number> {
+    return timed(operation, async () => {
+      if (done.length === 0) return 0;
+      return db.transaction(async (tx) => {
+        await jobs.remove(tx, done.map((job) => job.id));
+        return messages.finish(tx, done.map((job) => ({ accountId: job.accountId, seq: job.ref })), outcome);
+      });
+    });
+  }
+
   /** Delivers one job's message; true when it is done and only needs recording. */
   async function deliverJob(job: Job): Promise<boolean> {
-    const message = await store.getMessageBySeq(job.accountId, job.ref);
+    const message = await messages.getBySeq(job.accountId, job.ref);
     // Finished by another worker whose lease ran out meanwhile: only the job is left to remove.
     if (!message || message.status !== 'queued') return true;
     try {
@@ -55,9 +77,10 @@ export function createMessageWorker(deps: {
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       if (job.attempts >= MAX_ATTEMPTS) {
-        if (await store.failMessage(job, `Not delivered after ${job.attempts} attempts: ${reason}`)) counters.failed();
+        const failureReason = `Not delivered after ${job.attempts} attempts: ${reason}`;
+        if ((await settle('failMessage', [job], { status: 'failed', failureReason })) === 1) counters.failed();
       } else {
-        await store.retryJob(job, reason, clock.now() + retryDelayMs(job.attempts));
+        await jobs.retry(job, reason, clock.now() + retryDelayMs(job.attempts));
         counters.retried();
       }
       return false;
@@ -68,14 +91,14 @@ export function createMessageWorker(deps: {
   async function runOnce(): Promise<number> {
     let taken = 0;
     for (;;) {
-      const jobs = await store.claimJobs(MESSAGE_JOB, clock.now(), LEASE_MS, BATCH);
-      taken += jobs.length;
+      const claimed = await jobs.claim(MESSAGE_JOB, clock.now(), LEASE_MS, BATCH);
+      taken += claimed.length;
       const done: Job[] = [];
-      for (const job of jobs) if (await deliverJob(job)) done.push(job);
+      for (const job of claimed) if (await deliverJob(job)) done.push(job);
       // One commit records the whole batch.
-      const moved = await store.completeMessageDeliveries(done, new Date(clock.now()).toISOString());
+      const moved = await settle('completeMessageDeliveries', done, { status: 'delivered', deliveredAt: new Date(clock.now()).toISOString() });
       for (let i = 0; i < moved; i++) counters.delivered();
-      if (jobs.length < BATCH || stopped) return taken;
+      if (claimed.length < BATCH || stopped) return taken;
     }
   }
 

@@ -5,10 +5,15 @@ import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { NotFoundError } from '../errors.js';
 import type { MessageStatus } from '../schemas/messages.js';
-import type { Store, StoredMessage } from '../store/types.js';
+import type { SqlDatabase } from '../store/core/sql.js';
+import type { IdempotencyRepository } from '../store/idempotency.js';
+import type { TimeOperation } from '../store/instrumented.js';
+import type { JobRepository } from '../store/jobs.js';
+import type { MessageRepository, StoredMessage } from '../store/messages.js';
 import { type CursorCodec, pageBounds, pageOf, type PageRequest } from './cursor.js';
-import { runIdempotent } from './idempotency.js';
+import { completeKey, runIdempotent } from './idempotency.js';
 import { randomBase62 } from './ids.js';
+import { MESSAGE_JOB } from './message-worker.js';
 
 export const newMessageId = () => `msg_${randomBase62(24)}`;
 
@@ -18,28 +23,50 @@ function requestHash(text: string): string {
 }
 
 const notFound = (id: string) => new NotFoundError(`No message with id ${JSON.stringify(id)}. List your messages with GET /example/v1/messages.`);
+const untimed: TimeOperation = (_operation, work) => work();
 
-export function createMessageService(deps: { store: Store; clock: Clock; cursors: CursorCodec<MessageStatus>; queued?: () => void }) {
-  const { store, clock, cursors } = deps;
+export interface MessageServiceDeps {
+  db: Pick<SqlDatabase, 'transaction'>;
+  messages: Pick<MessageRepository, 'get' | 'getBySeq' | 'list' | 'insert'>;
+  jobs: Pick<JobRepository, 'add'>;
+  /** The Idempotency-Key's claim and upkeep (runIdempotent) and its completion. */
+  idempotency: IdempotencyRepository;
+  clock: Clock;
+  cursors: CursorCodec<MessageStatus>;
+  /** Told after a message is queued (the app wakes its worker). */
+  queued?: () => void;
+  /** Times the enqueue's transaction (the store histogram). */
+  timed?: TimeOperation;
+}
 
-  async function enqueue(accountId: string, text: string, now: number, key?: string): Promise<StoredMessage | undefined> {
-    const message = await store.enqueueMessage(accountId, { id: newMessageId(), message: text, createdAt: new Date(now).toISOString() }, now, key);
-    if (message) deps.queued?.();
+export function createMessageService(deps: MessageServiceDeps) {
+  const { db, messages, jobs, idempotency, clock, cursors } = deps;
+  const timed = deps.timed ?? untimed;
+
+  /** The message (the account's next seq, `queued`), its delivery job due now, and the key's completion: all or nothing. */
+  async function enqueue(accountId: string, text: string, now: number, key?: string): Promise<StoredMessage> {
+    const message = await timed('enqueueMessage', () =>
+      db.transaction(async (tx) => {
+        const message = await messages.insert(tx, accountId, { id: newMessageId(), message: text, createdAt: new Date(now).toISOString() });
+        await jobs.add(tx, MESSAGE_JOB, accountId, message.seq, now);
+        await completeKey(idempotency, tx, accountId, key, { messageSeq: message.seq });
+        return message;
+      }),
+    );
+    deps.queued?.();
     return message;
   }
 
   return {
-    async send(accountId: string, text: string): Promise<StoredMessage> {
-      const message = await enqueue(accountId, text, clock.now());
-      if (!message) throw new Error('enqueueMessage without a key returned nothing');
-      return message;
+    send(accountId: string, text: string): Promise<StoredMessage> {
+      return enqueue(accountId, text, clock.now());
     },
 
     /** As send, at most once per (account, key); see runIdempotent. */
     async sendIdempotent(accountId: string, text: string, key: string): Promise<{ message: StoredMessage; replayed: boolean }> {
-      const { value, replayed } = await runIdempotent({ db: store.db, idempotency: store.idempotency, clock }, accountId, key, requestHash(text), {
+      const { value, replayed } = await runIdempotent({ db, idempotency, clock }, accountId, key, requestHash(text), {
         replay: async (seq) => {
-          const first = await store.getMessageBySeq(accountId, seq);
+          const first = await messages.getBySeq(accountId, seq);
           if (!first) throw new Error(`idempotency key completed with missing message ${seq}`);
           return first;
         },
@@ -49,14 +76,14 @@ export function createMessageService(deps: { store: Store; clock: Clock; cursors
     },
 
     async get(accountId: string, id: string): Promise<StoredMessage> {
-      const message = await store.getMessage(accountId, id);
+      const message = await messages.get(accountId, id);
       if (!message) throw notFound(id);
       return message;
     },
 
     async list(accountId: string, query: PageRequest<MessageStatus>): Promise<{ messages: StoredMessage[]; nextCursor: string | undefined }> {
       const { afterId, limit } = pageBounds(cursors, accountId, query);
-      const rows = await store.listMessages({ accountId, status: query.status, afterSeq: afterId, limit });
+      const rows = await messages.list({ accountId, status: query.status, afterSeq: afterId, limit });
       // The cursor's position is the account's sequence number (the public id is random).
       const { items, nextCursor } = pageOf(cursors, accountId, query, rows, (m) => m.seq);
       return { messages: items, nextCursor };

@@ -1,25 +1,11 @@
 // Times every store call for the store latency histogram. Methods are looked up at call
 // time, so the wrapper always delegates to the store's current behaviour.
-import type { EventType } from '../schemas/events.js';
 import type { Store } from './types.js';
 
 /** Returns the recorder for one operation (bound once, so the hot path does no label lookup). */
 type Observer = (operation: string) => (seconds: number) => void;
 
 const TIMED = [
-  'placeOrder',
-  'getOrder',
-  'listOrders',
-  'moveOrder',
-  'enqueueMessage',
-  'getMessage',
-  'getMessageBySeq',
-  'listMessages',
-  'claimJobs',
-  'completeMessageDeliveries',
-  'retryJob',
-  'failMessage',
-  'messageQueueStats',
   'listEvents',
   'getEvent',
   'pruneEvents',
@@ -54,7 +40,22 @@ const LABELS = {
     purge: 'purgeIdempotencyKeys',
   },
   events: { append: 'appendEvents' },
+  orders: { get: 'getOrder', list: 'listOrders' },
+  messages: { get: 'getMessage', getBySeq: 'getMessageBySeq', list: 'listMessages', queueStats: 'messageQueueStats' },
+  jobs: { claim: 'claimJobs', retry: 'retryJob' },
 } as const;
+
+/** Times a service's transaction under its operation name (placeOrder, enqueueMessage…). */
+export type TimeOperation = <T>(operation: string, work: () => Promise<T>) => Promise<T>;
+
+export function operationTimer(observer: Observer): TimeOperation {
+  const observers = new Map<string, (seconds: number) => void>();
+  return (operation, work) => {
+    let observe = observers.get(operation);
+    if (!observe) observers.set(operation, (observe = observer(operation)));
+    return timeCall(work, observe)() as ReturnType<typeof work>;
+  };
+}
 
 type Method = (...args: never[]) => Promise<unknown>;
 
@@ -97,30 +98,11 @@ export function instrumentStore(store: Store, observer: Observer): Store {
     pets: timeRepository(store.pets, LABELS.pets, observer),
     idempotency: timeRepository(store.idempotency, LABELS.idempotency, observer),
     events: timeRepository(store.events, LABELS.events, observer),
+    orders: timeRepository(store.orders, LABELS.orders, observer),
+    messages: timeRepository(store.messages, LABELS.messages, observer),
+    jobs: timeRepository(store.jobs, LABELS.jobs, observer),
     ping: timeCall(() => store.ping(), observer('ping')) as Store['ping'],
     poolStats: () => store.poolStats?.() ?? { total: 0, idle: 0, waiting: 0 },
     ...(flat as Pick<Store, (typeof TIMED)[number]>),
   };
 }
-
-/**
- * Tells `written` the kinds of the events each successful change wrote (the store writes them
- * in the change's transaction; see the outbox in store/<backend>/events.ts): for the events
- * metric, and to wake the webhook worker.
- */
-export function observeEvents(store: Store, written: (types: readonly EventType[]) => void): Store {
-  return {
-    ...store,
-    placeOrder: (...args) =>
-      store.placeOrder(...args).then((result) => {
-        if (result.outcome === 'placed') written(['order.placed', 'pet.status_changed']);
-        return result;
-      }),
-    moveOrder: (...args) =>
-      store.moveOrder(...args).then((result) => {
-        if (result.outcome === 'moved') written([result.order.status === 'delivered' ? 'order.delivered' : 'order.cancelled', 'pet.status_changed']);
-        return result;
-      }),
-  };
-}
-

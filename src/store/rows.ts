@@ -1,30 +1,15 @@
 // Row shapes and mappers shared by both backends: the tables have the same columns, so a
 // row reads the same way from SQLite and PostgreSQL.
-import type { NewPet, Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
-import type { MessageStatus } from '../schemas/messages.js';
+import type { NewPet, Pet, PetStatus } from '../schemas/index.js';
 import { EVENT_TYPES } from '../schemas/events.js';
 import { randomFillSync } from 'node:crypto';
-import type { ApiKeyRecord, ClaimedDelivery, Job, StoredDelivery, StoredEvent, StoredMessage, StoredWebhookEndpoint, WebhookStats } from './types.js';
+import type { ApiKeyRecord, ClaimedDelivery, StoredDelivery, StoredEvent, StoredWebhookEndpoint, WebhookStats } from './types.js';
 
 export interface PetRow {
   id: number;
   name: string;
   category_id: number;
   status: PetStatus | null;
-}
-
-export interface OrderRow {
-  id: number;
-  pet_id: number;
-  status: OrderStatus;
-  created_at: string;
-  updated_at: string;
-}
-
-export const ORDER_COLUMNS = 'id, pet_id, status, created_at, updated_at';
-
-export function toOrder(row: OrderRow): Order {
-  return { id: row.id, petId: row.pet_id, status: row.status, createdAt: row.created_at, updatedAt: row.updated_at };
 }
 
 export interface KeyRow {
@@ -60,36 +45,6 @@ export function toKey(row: KeyRow): ApiKeyRecord {
 export const KEY_IN_FLIGHT = 'pet_id IS NULL AND order_id IS NULL AND message_seq IS NULL';
 /** What a completed idempotency key created: a pet id, an order id or a message seq (the request hash tells which). */
 export const KEY_RESULT = 'COALESCE(pet_id, order_id, message_seq)';
-
-export interface MessageRow {
-  seq: number;
-  id: string;
-  message: string;
-  status: MessageStatus;
-  created_at: string;
-  delivered_at: string | null;
-  failure_reason: string | null;
-}
-
-export const MESSAGE_COLUMNS = 'seq, id, message, status, created_at, delivered_at, failure_reason';
-
-/** NULL columns become absent properties, never `null`. */
-export function toMessage(row: MessageRow): StoredMessage {
-  const message: StoredMessage = { seq: row.seq, id: row.id, message: row.message, status: row.status, createdAt: row.created_at };
-  if (row.delivered_at !== null) message.deliveredAt = row.delivered_at;
-  if (row.failure_reason !== null) message.failureReason = row.failure_reason;
-  return message;
-}
-
-export interface JobRow {
-  id: number;
-  kind: Job['kind'];
-  account_id: string;
-  ref: number;
-  attempts: number;
-}
-
-export const toJob = (row: JobRow): Job => ({ id: row.id, kind: row.kind, accountId: row.account_id, ref: row.ref, attempts: row.attempts });
 
 /**
  * A row of the event log: a run of `span` consecutive events of one account, one kind and one
@@ -352,15 +307,6 @@ export function petRunData(pets: readonly NewPet[]): string {
   }
   return json + ']}';
 }
-export const petStatusChangedEvent = (pet: Pet, previousStatus: PetStatus): NewEvent => ({
-  type: 'pet.status_changed',
-  data: JSON.stringify({ object: pet, previousStatus }),
-});
-export const orderEvent = (order: Order): NewEvent => ({
-  type: order.status === 'placed' ? 'order.placed' : order.status === 'delivered' ? 'order.delivered' : 'order.cancelled',
-  data: JSON.stringify({ object: order }),
-});
-
 /** The kinds a mask selects. */
 export const typesOf = (mask: number) => EVENT_TYPES.filter((type) => (mask & eventBit(type)) !== 0);
 

@@ -1,20 +1,23 @@
 // The persistence contract. Services depend on this interface only; each backend
 // (sqlite/, postgres/) implements it and must pass the same contract test suite.
-import type { Order, OrderStatus, PetStatus } from '../schemas/index.js';
+import type { DeliveryStatus, EventType } from '../schemas/events.js';
 import type { SqlDatabase } from './core/sql.js';
+import type { EventRepository as EventLog } from './events.js';
+import type { IdempotencyRepository } from './idempotency.js';
+import type { JobRepository } from './jobs.js';
+import type { MessageRepository } from './messages.js';
+import type { OrderRepository } from './orders.js';
+import type { PetRepository } from './pets.js';
 import type { AccountRepository } from './accounts.js';
 import type { ApiKeyRepository } from './api-keys.js';
-import type { IdempotencyRepository } from './idempotency.js';
-import type { PetRepository } from './pets.js';
 import type { SettingsRepository } from './settings.js';
-import type { EventRepository as EventLog, StoredEvent, ListEventsStoreQuery } from './events.js';
-import type { Message, MessageStatus } from '../schemas/messages.js';
-import type { DeliveryStatus, EventType } from '../schemas/events.js';
+
+export type { Job } from './jobs.js';
+export type { StoredMessage } from './messages.js';
 
 export type { Account } from './accounts.js';
 export type { ApiKeyRecord, ApiKeyWatch } from './api-keys.js';
 export type { ListPetsQuery } from './pets.js';
-export type { StoredEvent, ListEventsStoreQuery } from './events.js';
 
 export interface PoolStats {
   total: number;
@@ -22,109 +25,20 @@ export interface PoolStats {
   waiting: number;
 }
 
-export interface ListOrdersQuery {
+export interface StoredEvent {
+  seq: number;
+  id: string;
+  type: EventType;
+  createdAt: string;
+  data: string;
+}
+
+export interface ListEventsStoreQuery {
   accountId: string;
   limit: number;
-  status?: OrderStatus | undefined;
-  /** Keyset position: only orders with id greater than this. */
-  afterId?: number | undefined;
-}
-
-export type PlaceOrderResult =
-  | { outcome: 'placed'; order: Order }
-  | { outcome: 'pet_not_found' }
-  /** The pet exists but is not `available` (undefined: it has no status). */
-  | { outcome: 'pet_not_available'; petStatus: PetStatus | undefined }
-  /** With an idempotency key: another request completed the key meanwhile; nothing was written. */
-  | { outcome: 'idempotency_race' };
-
-/** A compare-and-set on an order and its pet, decided by the service's state machine. */
-export interface OrderMove {
-  from: OrderStatus;
-  to: OrderStatus;
-  /** The pet's status while the order is `from`, and after the move. */
-  petFrom: PetStatus;
-  petTo: PetStatus;
-}
-
-export type MoveOrderResult =
-  | { outcome: 'moved'; order: Order }
-  /** The order was not in `move.from`: nothing changed; this is the order as it is. */
-  | { outcome: 'not_moved'; order: Order }
-  | { outcome: 'not_found' };
-
-/** Orders (src/store/<backend>/orders.ts). Every call is scoped by account. */
-export interface OrderRepository {
-  /**
-   * In one transaction: the pet must be the account's and `available`; it becomes `pending` and
-   * an order `placed` is created with the account's next order id. With `idempotencyKey` (a key
-   * the caller claimed), the key is completed with the order in the same transaction.
-   */
-  placeOrder(accountId: string, petId: number, createdAt: string, idempotencyKey?: string): Promise<PlaceOrderResult>;
-  getOrder(accountId: string, id: number): Promise<Order | undefined>;
-  /** Orders of one account in ascending id order, at most `limit`. */
-  listOrders(query: ListOrdersQuery): Promise<readonly Order[]>;
-  /** Moves the order and its pet together, if the order is in `move.from`. */
-  moveOrder(accountId: string, id: number, move: OrderMove, updatedAt: string): Promise<MoveOrderResult>;
-}
-
-export interface ListMessagesQuery {
-  accountId: string;
-  limit: number;
-  status?: MessageStatus | undefined;
-  /** Keyset position: only messages after this one (the account's sequence number). */
+  /** Bit i set: EVENT_TYPES[i] wanted; undefined: every kind. */
+  typeMask?: number | undefined;
   afterSeq?: number | undefined;
-}
-
-/** A message with its place in the account's sequence (what cursors and jobs refer to). */
-export type StoredMessage = Message & { seq: number };
-
-/** A unit of background work, leased to one worker at a time (src/store/<backend>/messages.ts). */
-export interface Job {
-  id: number;
-  kind: 'message.deliver' | 'webhook.deliver';
-  accountId: string;
-  /** What the job is about, within the account (a message's seq). */
-  ref: number;
-  /** Attempts so far, this one included. */
-  attempts: number;
-}
-
-export interface MessageQueueStats {
-  /** Messages still queued. */
-  depth: number;
-  /** createdAt of the oldest queued message (ISO), if any. */
-  oldestCreatedAt: string | undefined;
-}
-
-/** The example API's messages, and the durable job queue that delivers them. */
-export interface MessageRepository {
-  /**
-   * In one transaction: the message (the account's next seq, status `queued`), its delivery job
-   * (due at `now`), and, with `idempotencyKey` (claimed by the caller), the key's completion.
-   * Undefined (nothing written) when another request completed the key meanwhile.
-   */
-  enqueueMessage(accountId: string, message: { id: string; message: string; createdAt: string }, now: number, idempotencyKey?: string): Promise<StoredMessage | undefined>;
-  getMessage(accountId: string, id: string): Promise<StoredMessage | undefined>;
-  getMessageBySeq(accountId: string, seq: number): Promise<StoredMessage | undefined>;
-  /** Messages of one account, oldest first, at most `limit`. */
-  listMessages(query: ListMessagesQuery): Promise<readonly StoredMessage[]>;
-  /**
-   * Leases up to `max` due jobs of `kind` until `now + leaseMs` and counts an attempt on each.
-   * Jobs leased by someone else are skipped (PostgreSQL: SKIP LOCKED; SQLite: the write lock).
-   */
-  claimJobs(kind: Job['kind'], now: number, leaseMs: number, max: number): Promise<Job[]>;
-  /**
-   * The jobs' messages are delivered and the jobs done, all in one transaction (one commit for
-   * a whole batch). A message no longer queued is left as it is (its job is still removed): the
-   * status moves once, whoever tries. Returns how many messages moved.
-   */
-  completeMessageDeliveries(jobs: readonly Job[], deliveredAt: string): Promise<number>;
-  /** Gives the job back, due again at `retryAt` (epoch ms), with the reason kept for the record. */
-  retryJob(job: Job, error: string, retryAt: number): Promise<void>;
-  /** The message failed (with the reason) and its job is done, together, if it was still queued. */
-  failMessage(job: Job, reason: string): Promise<boolean>;
-  messageQueueStats(): Promise<MessageQueueStats>;
 }
 
 /** The account's event log (src/store/<backend>/events.ts); events are written by the changes themselves. */
@@ -251,15 +165,19 @@ export interface WebhookRepository {
   webhookStats(): Promise<WebhookStats>;
 }
 
-export interface Store extends OrderRepository, MessageRepository, EventRepository, WebhookRepository {
+export interface Store extends EventRepository, WebhookRepository {
   readonly kind: 'sqlite' | 'postgres';
-  /** Transactions that span repositories are opened here (by services). */
+  /** The database: services open their transactions on it. */
   readonly db: SqlDatabase;
   readonly settings: SettingsRepository;
   readonly accounts: AccountRepository;
   readonly apiKeys: ApiKeyRepository;
   readonly pets: PetRepository;
   readonly idempotency: IdempotencyRepository;
+  readonly orders: OrderRepository;
+  readonly messages: MessageRepository;
+  readonly jobs: JobRepository;
+  /** Appending to the log in a service's transaction (the reads are still flat, below). */
   readonly events: Pick<EventLog, 'append'>;
   /** Connection pool usage, for backends that pool connections. */
   poolStats?(): PoolStats;

@@ -5,21 +5,21 @@ import type { Config, RateLimitsConfig, WebhooksConfig } from '../../config.js';
 import type { Wakeups } from '../../runtime/wakeups.js';
 import { createServices, type Services } from '../../services/index.js';
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../../services/rate-limit.js';
-import { instrumentStore, observeEvents } from '../../store/instrumented.js';
+import { instrumentStore, operationTimer, type TimeOperation } from '../../store/instrumented.js';
 import type { Store } from '../../store/types.js';
 import type { EventType } from '../../schemas/events.js';
 import { checkWebhookUrl } from '../../webhooks/address-policy.js';
 import { definePlugin, PLUGIN } from '../plugin.js';
 import { createMetrics, type Metrics, registerMetrics, type ResponseRecorder } from './metrics.js';
 
-/** One store, seen three ways. */
+/** One store, seen two ways, and what services and workers time their transactions with. */
 export interface StoreViews {
   /** The store itself: health checks and gauges (untimed), closing. */
   raw: Store;
-  /** Every call timed in the store latency histogram: what the workers use. */
+  /** Every call timed in the store latency histogram: what services and workers use. */
   timed: Store;
-  /** Timed, and the events each change wrote counted and announced (wakeups.deliveryDue): what the services use. */
-  observed: Store;
+  /** Times the services' and workers' transactions under their operation names. */
+  operations: TimeOperation;
   /** Counts the events a committed change wrote and announces them; undefined when events are off. */
   eventsWritten: ((types: readonly EventType[]) => void) | undefined;
 }
@@ -55,8 +55,11 @@ export const storePlugin = definePlugin<{ store: Store; events: boolean; wakeups
       for (const type of types) metrics.eventsWritten.labels({ type }).inc();
       wakeups.deliveryDue();
     };
-    const observed = events ? observeEvents(timed, eventsWritten) : timed;
-    app.decorate('stores', { raw: store, timed, observed, eventsWritten: events ? eventsWritten : undefined });
+    const operations = operationTimer((operation) => {
+      const child = metrics.storeDuration.labels({ operation });
+      return (seconds) => child.observe(seconds);
+    });
+    app.decorate('stores', { raw: store, timed, operations, eventsWritten: events ? eventsWritten : undefined });
   },
 );
 
@@ -79,7 +82,8 @@ export interface ServicesOptions {
 export const servicesPlugin = definePlugin<ServicesOptions>(PLUGIN.services, [PLUGIN.store], async (app, { clock, environment, webhooks, wakeups }) => {
   const urlPolicy = { allowHttp: webhooks.allowHttp, allowed: webhooks.allowedNetworks };
   const services = await createServices({
-    store: app.stores.observed,
+    store: app.stores.timed,
+    timed: app.stores.operations,
     clock,
     environment,
     onMessageQueued: wakeups.messageQueued,
@@ -89,7 +93,7 @@ export const servicesPlugin = definePlugin<ServicesOptions>(PLUGIN.services, [PL
     },
     webhookSecretOverlapSeconds: webhooks.secretOverlapSeconds,
     onDeliveryDue: wakeups.deliveryDue,
-    ...(app.stores.eventsWritten ? { onEventsWritten: app.stores.eventsWritten } : {}),
+    ...(app.stores.eventsWritten ? { published: app.stores.eventsWritten } : {}),
   });
   app.decorate('services', services);
 });

@@ -194,8 +194,8 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: S
   const queue = { depth: 0, oldestAgeSeconds: 0 };
   let queueRead: Promise<void> | undefined;
   const readQueue = () =>
-    (queueRead ??= store
-      .messageQueueStats()
+    (queueRead ??= store.messages
+      .queueStats()
       .then(
         (stats) => {
           queue.depth = stats.depth;

@@ -2,10 +2,9 @@
 // (the transactional outbox), in one statement: the account's counter (its row lock orders
 // the account's events by commit) and the events. A rolled-back change takes them with it.
 // Webhook deliveries are made from the log afterwards, by the worker's fan-out (webhooks.ts).
-import type { PoolClient } from 'pg';
-import { EVENT_COLUMNS, eventIn, eventPage, type EventRow, eventIdSeq, LEGACY_EVENT_ID, type NewEvent, randomHex20, runOf, typesOf } from '../rows.js';
+import { EVENT_COLUMNS, eventIn, eventPage, type EventRow, eventIdSeq, LEGACY_EVENT_ID, randomHex20, runOf, typesOf } from '../rows.js';
 import type { EventRepository, ListEventsStoreQuery } from '../types.js';
-import type { PostgresContext } from './orders.js';
+import type { PostgresContext, PostgresEventWriter } from './context.js';
 
 /**
  * SQL for the id of the event with sequence `seq`, as eventId() (rows.ts) makes it, its random
@@ -19,8 +18,6 @@ const writeSql = `
   INSERT INTO events (account_id, seq, id, type, created_at, data)
   SELECT $1, next.base + t.ord, ${eventIdSql('next.base + t.ord', 't.random')}, t.type, $3, t.data
   FROM next, unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS t(type, data, random, ord)`;
-
-export type PostgresEventWriter = (client: Pick<PoolClient, 'query'>, accountId: string, events: readonly NewEvent[], createdAt: string) => Promise<void>;
 
 export function createPostgresEventWriter(enabled: boolean): PostgresEventWriter {
   if (!enabled) return async () => {};

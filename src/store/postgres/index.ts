@@ -12,6 +12,7 @@ import type { Store } from '../types.js';
 import { CONNECTION_TIMEOUT_MS, guard, isConnectionError, openPostgres, type PostgresOptions } from './driver.js';
 import { createPostgresEvents, createPostgresEventWriter } from './events.js';
 import { watchKeyChanges } from './key-changes.js';
+import { createPostgresJobs } from './jobs.js';
 import { createPostgresMessages } from './messages.js';
 import { migrate, pendingMigrations } from '../core/migrator.js';
 import { createPostgresMigrationDialect } from './migration-dialect.js';
@@ -88,8 +89,9 @@ export function createPostgresStore(url: string, options: PostgresOptions & { ev
     idempotency: createIdempotencyRepository(db, postgresDialect),
     pets,
     events,
-    ...createPostgresOrders(context),
-    ...createPostgresMessages(context),
+    orders: createPostgresOrders(db),
+    messages: createPostgresMessages(db),
+    jobs: createPostgresJobs(db),
     ...createPostgresEvents(context),
     ...createPostgresWebhooks(context),
 

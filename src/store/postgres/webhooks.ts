@@ -20,7 +20,7 @@ import {
 } from '../rows.js';
 import { EVENT_TYPES } from '../../schemas/events.js';
 import type { WebhookRepository } from '../types.js';
-import type { PostgresContext } from './orders.js';
+import type { PostgresContext } from './context.js';
 
 /** SQL for 20 random hex digits (a v4 UUID's, without its version and variant digits). */
 const RANDOM_HEX_SQL = "left(overlay(overlay(replace(gen_random_uuid()::text, '-', '') placing '' from 17 for 1) placing '' from 13 for 1), 20)";

@@ -78,14 +78,16 @@ export function openSqlite(url: string): SqliteDatabase {
     run: async (sql: string, params?: Params) => statement<unknown[], never>(sql).run(...bind(params)).changes,
   };
 
-  // The open transaction, if any: other statements wait for it to end.
+  // The open transaction, if any: other statements wait for it to end. Whoever waited checks
+  // again in the same step it goes on in (`while`, not `if`): a transaction begun by another
+  // waiter meanwhile would otherwise be joined.
   let busy: Promise<void> | undefined;
   const idle = async () => {
     while (busy) await busy;
   };
   /** Waits for an open transaction, then runs `call`; SQLite's "cannot serve" errors become StoreUnavailableError. */
   const guarded = async <T>(call: () => T): Promise<T> => {
-    if (busy) await idle();
+    while (busy) await busy;
     try {
       return call();
     } catch (error) {
@@ -94,7 +96,7 @@ export function openSqlite(url: string): SqliteDatabase {
   };
 
   const transaction = async <T>(work: (tx: Sql) => Promise<T>): Promise<T> => {
-    await idle();
+    while (busy) await busy;
     let release!: () => void;
     busy = new Promise((resolve) => (release = resolve));
     try {

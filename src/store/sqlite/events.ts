@@ -2,23 +2,9 @@
 // transactional outbox): writeEvents runs inside the caller's transaction and numbers the
 // events from the account's counter; a rolled-back change takes its events with it. Webhook
 // deliveries are made from the log afterwards, by the worker's fan-out (webhooks.ts).
-import { EVENT_COLUMNS, eventId, eventIdSeq, eventIn, eventPage, type EventRow, LEGACY_EVENT_ID, MAX_RUN, type NewEvent, randomHex20s, runOf, typesOf } from '../rows.js';
+import { EVENT_COLUMNS, eventId, eventIdSeq, eventIn, eventPage, type EventRow, LEGACY_EVENT_ID, MAX_RUN, randomHex20s, runOf, typesOf } from '../rows.js';
 import type { EventRepository, ListEventsStoreQuery } from '../types.js';
-import type { SqliteContext } from './orders.js';
-
-/** An event to write for an account, stamped with its change's time (its deliveries are due then). */
-export interface EventWrite {
-  accountId: string;
-  event: NewEvent;
-  createdAt: string;
-}
-
-/** Writes events in the caller's transaction: `write` for one change, `writeMany` for a group-commit chunk. */
-export interface SqliteEventWriter {
-  write(accountId: string, events: readonly NewEvent[], createdAt: string): void;
-  /** Each run of one account's events takes its counter once. */
-  writeMany(writes: readonly EventWrite[]): void;
-}
+import type { EventWrite, SqliteContext, SqliteEventWriter } from './context.js';
 
 export function createSqliteEventWriter({ stmt, nextIds }: Pick<SqliteContext, 'stmt' | 'nextIds'>, enabled: boolean): SqliteEventWriter {
   const insertSqls: string[] = [];

@@ -9,8 +9,10 @@ import { createIdempotencyRepository } from '../idempotency.js';
 import { createPetRepository } from '../pets.js';
 import { createSettingsRepository } from '../settings.js';
 import { watchExternalChanges } from './changes.js';
+import type { SqliteContext } from './context.js';
 import { openSqlite, sqlitePath, storeError } from './driver.js';
 import { createSqliteEvents, createSqliteEventWriter } from './events.js';
+import { createSqliteJobs } from './jobs.js';
 import { createSqliteMessages } from './messages.js';
 import { migrate, pendingMigrations } from '../core/migrator.js';
 import { createSqliteMigrationDialect } from './migration-dialect.js';
@@ -67,7 +69,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     append: async (_tx: Sql, accountId: string, list: readonly NewEvent[], createdAt: string) => writeEvents.write(accountId, list, createdAt),
   };
   const pets = createPetRepository({ db, dialect: sqliteDialect, events, backend: sqlitePetBatches(db, appendMany, cache) });
-  const context = { db: connection, stmt: db.statement, cache, nextIds: syncNextIds, writeEvents };
+  const context: SqliteContext = { db: connection, stmt: db.statement, cache, nextIds: syncNextIds, writeEvents };
 
   return {
     kind: 'sqlite',
@@ -78,9 +80,10 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     idempotency: createIdempotencyRepository(db, sqliteDialect),
     pets: cache ? withReadCache(pets, cache, () => void changes.counter()) : pets,
     events,
+    orders: createSqliteOrders(db),
+    messages: createSqliteMessages(db),
+    jobs: createSqliteJobs(db),
     ...guardUnavailable({
-      ...createSqliteOrders(context),
-      ...createSqliteMessages(context),
       ...createSqliteEvents(context),
       ...createSqliteWebhooks(context),
     }),

@@ -19,7 +19,7 @@ import {
   webhookStatsOf,
 } from '../rows.js';
 import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../types.js';
-import type { SqliteContext } from './orders.js';
+import type { SqliteContext } from './context.js';
 
 /** Enabled endpoints whose cursor is behind their account's last event (what the fan-out has to do), with `join` if given. */
 const behind = (join = '') => `webhook_endpoints w JOIN accounts a ON a.id = w.account_id ${join} WHERE w.disabled = 0 AND w.fanned_seq < a.last_event_seq`;

@@ -1,0 +1,44 @@
+// Orders as the store keeps them: one row per order, numbered per account. The state machine
+// (which moves exist, what they do to the pet) is the service's (src/services/orders.ts); a
+// repository reads and writes rows, the writes inside the transaction the service opens.
+import type { Order, OrderStatus } from '../schemas/index.js';
+import type { Sql } from './core/sql.js';
+
+export interface ListOrdersQuery {
+  accountId: string;
+  limit: number;
+  status?: OrderStatus | undefined;
+  /** Keyset position: only orders with id greater than this. */
+  afterId?: number | undefined;
+}
+
+export interface OrderRow {
+  id: number;
+  pet_id: number;
+  status: OrderStatus;
+  created_at: string;
+  updated_at: string;
+}
+
+export const ORDER_COLUMNS = 'id, pet_id, status, created_at, updated_at';
+
+export const toOrder = (row: OrderRow): Order => ({
+  id: row.id,
+  petId: row.pet_id,
+  status: row.status,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+/** Orders (src/store/<backend>/orders.ts). Every call is scoped by account. */
+export interface OrderRepository {
+  get(accountId: string, id: number): Promise<Order | undefined>;
+  /** Orders of one account in ascending id order, at most `limit`. */
+  list(query: ListOrdersQuery): Promise<readonly Order[]>;
+  /** A new order `placed` for the pet, with the account's next order id. */
+  insert(tx: Sql, accountId: string, petId: number, createdAt: string): Promise<Order>;
+  /** The order, locked until `tx` ends (concurrent moves of it decide one after another). */
+  lock(tx: Sql, accountId: string, id: number): Promise<Order | undefined>;
+  /** The order becomes `to` if it is `from`; the order after the change, or undefined. */
+  setStatus(tx: Sql, accountId: string, id: number, from: OrderStatus, to: OrderStatus, updatedAt: string): Promise<Order | undefined>;
+}
