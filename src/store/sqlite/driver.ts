@@ -68,14 +68,13 @@ export function openSqlite(url: string): SqliteDatabase {
     run: async (sql: string, params?: Params) => statement<unknown[], never>(sql).run(...bind(params)).changes,
   };
 
-  // The open transaction, if any: other statements wait for it to end.
+  // The open transaction, if any: other statements wait for it to end. Callers check `busy`
+  // again after each wait, in the same turn as what they run: a transaction started by another
+  // waiter in between must hold them off too.
   let busy: Promise<void> | undefined;
-  const idle = async () => {
-    while (busy) await busy;
-  };
   /** Waits for an open transaction, then runs `call`; SQLite's "cannot serve" errors become StoreUnavailableError. */
   const guarded = async <T>(call: () => T): Promise<T> => {
-    if (busy) await idle();
+    while (busy) await busy;
     try {
       return call();
     } catch (error) {
@@ -84,7 +83,7 @@ export function openSqlite(url: string): SqliteDatabase {
   };
 
   const transaction = async <T>(work: (tx: Sql) => Promise<T>): Promise<T> => {
-    await idle();
+    while (busy) await busy;
     let release!: () => void;
     busy = new Promise((resolve) => (release = resolve));
     try {
@@ -118,7 +117,7 @@ export function openSqlite(url: string): SqliteDatabase {
     transaction,
     ping: () => guarded(() => void statement('SELECT 1').get()),
     close: async () => {
-      await idle();
+      while (busy) await busy;
       statements.clear();
       if (db.open) db.close();
     },
