@@ -87,7 +87,7 @@ async function checkOutbox(fixture: Fixture, events: number): Promise<void> {
     await store.close();
   }
   const sql = {
-    // A row of the log holds a run of `span` events (rows.ts, EventRow).
+    // A row of the log holds a run of `span` events (event-log.ts, EventRow).
     events: 'SELECT COALESCE(sum(span), 0) AS n FROM events',
     deliveries: "SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'",
     jobs: "SELECT count(*) AS n FROM jobs WHERE kind = 'webhook.deliver'",

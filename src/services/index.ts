@@ -35,7 +35,7 @@ export async function createServices(deps: {
     apiKeys: createApiKeyService({ store, clock, environment }),
     pets: createPetService({ store, clock, cursors: createCursorCodec(cursorSecret, PET_STATUSES) }),
     orders: createOrderService({ store, clock, cursors: createCursorCodec(cursorSecret, ORDER_STATUSES, 'orders') }),
-    events: createEventService({ store, cursors: createCursorCodec(cursorSecret, EVENT_FILTERS, 'events') }),
+    events: createEventService({ events: store.events, cursors: createCursorCodec(cursorSecret, EVENT_FILTERS, 'events') }),
     webhooks: createWebhookService({
       store,
       clock,

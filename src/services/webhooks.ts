@@ -6,14 +6,15 @@ import { InvalidWebhookUrlError, NotFoundError, WebhookEndpointDisabledError, We
 import {
   type DeliveryStatus,
   EVENT_TYPES,
+  eventBit,
   type EventType,
   type NewWebhookEndpoint,
   WEBHOOK_ENDPOINTS_MAX,
   type WebhookDelivery,
   type WebhookEndpoint,
   type WebhookEndpointUpdate,
+  typesOf,
 } from '../schemas/events.js';
-import { eventBit, typesOf } from '../store/rows.js';
 import { randomBase62 } from './ids.js';
 import type { Store, StoredDelivery, StoredWebhookEndpoint, WebhookEndpointPatch } from '../store/types.js';
 import { newWebhookSecret } from '../webhooks/signing.js';

@@ -1,6 +1,7 @@
 // Times every store call for the store latency histogram. Methods are looked up at call
 // time, so the wrapper always delegates to the store's current behaviour.
 import type { EventType } from '../schemas/events.js';
+import type { EventRepository } from './events.js';
 import type { ListPetsQuery, Store } from './types.js';
 
 /** Returns the recorder for one operation (bound once, so the hot path does no label lookup). */
@@ -35,9 +36,6 @@ const TIMED = [
   'retryJob',
   'failMessage',
   'messageQueueStats',
-  'listEvents',
-  'getEvent',
-  'pruneEvents',
   'createWebhookEndpoint',
   'getWebhookEndpoint',
   'listWebhookEndpoints',
@@ -53,27 +51,41 @@ const TIMED = [
   'ping',
 ] as const satisfies ReadonlyArray<keyof Store>;
 
+/** The operation names (metric labels) of the event log's timed methods; append runs inside another operation. */
+const EVENT_OPERATIONS = { list: 'listEvents', get: 'getEvent', prune: 'pruneEvents' } as const satisfies Partial<Record<keyof EventRepository, string>>;
+
+/** `method` of `target`, timed under `operation` (looked up at call time). */
+function timedCall(target: object, method: string, operation: string, observer: Observer): (...args: unknown[]) => Promise<unknown> {
+  const observe = observer(operation);
+  return (...args: unknown[]) => {
+    const start = performance.now();
+    const done = () => observe((performance.now() - start) / 1000);
+    let result: Promise<unknown>;
+    try {
+      result = ((target as Record<string, unknown>)[method] as (...a: unknown[]) => Promise<unknown>)(...args);
+    } catch (error) {
+      done();
+      return Promise.reject(error);
+    }
+    // One promise hop instead of an async wrapper's two; rejections pass through untouched.
+    result.then(done, done);
+    return result;
+  };
+}
+
+/** A repository whose methods named in `operations` are timed under those names; the others pass through. */
+export function timeRepository<R extends object>(repository: R, operations: Partial<Record<keyof R, string>>, observer: Observer): R {
+  const timed: Record<string, unknown> = { ...(repository as Record<string, unknown>) };
+  for (const [method, operation] of Object.entries(operations) as Array<[string, string]>) timed[method] = timedCall(repository, method, operation, observer);
+  return timed as R;
+}
+
 export function instrumentStore(store: Store, observer: Observer): Store {
   const timed = {} as Record<(typeof TIMED)[number], unknown>;
-  for (const name of TIMED) {
-    const observe = observer(name);
-    timed[name] = (...args: unknown[]) => {
-      const start = performance.now();
-      const done = () => observe((performance.now() - start) / 1000);
-      let result: Promise<unknown>;
-      try {
-        result = (store[name] as (...a: unknown[]) => Promise<unknown>)(...args);
-      } catch (error) {
-        done();
-        return Promise.reject(error);
-      }
-      // One promise hop instead of an async wrapper's two; rejections pass through untouched.
-      result.then(done, done);
-      return result;
-    };
-  }
+  for (const name of TIMED) timed[name] = timedCall(store, name, name, observer);
   return {
     kind: store.kind,
+    events: timeRepository(store.events, EVENT_OPERATIONS, observer),
     migrate: () => store.migrate(),
     pendingMigrations: () => store.pendingMigrations(),
     close: () => store.close(),

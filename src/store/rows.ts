@@ -1,9 +1,9 @@
 // Row shapes and mappers shared by both backends: the tables have the same columns, so a
 // row reads the same way from SQLite and PostgreSQL.
-import type { NewPet, Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
+import type { Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
 import type { MessageStatus } from '../schemas/messages.js';
-import { EVENT_TYPES } from '../schemas/events.js';
-import { randomFillSync } from 'node:crypto';
+import { eventAt, type EventRow, holds, idIn, runData, runOf } from './event-log.js';
+import type { NewEvent } from './events.js';
 import type { ApiKeyRecord, ClaimedDelivery, Job, StoredDelivery, StoredEvent, StoredMessage, StoredWebhookEndpoint, WebhookStats } from './types.js';
 
 export interface PetRow {
@@ -97,77 +97,6 @@ export interface JobRow {
 }
 
 export const toJob = (row: JobRow): Job => ({ id: row.id, kind: row.kind, accountId: row.account_id, ref: row.ref, attempts: row.attempts });
-
-/**
- * A row of the event log: a run of `span` consecutive events of one account, one kind and one
- * commit (a group commit's pet.created events), or one event. A run is one row, not `span`:
- * each row costs the change's write a heap and a key insert, inside the batch that holds the
- * account's lock. The first event's id is `id`; the others' random digits are `more_ids`, 20
- * each; `data` is the event's data, a JSON array of the run's, or a pet run (runData). Rows
- * made before runs are single events.
- */
-export interface EventRow {
-  seq: number;
-  span: number;
-  id: string;
-  more_ids: string | null;
-  type: StoredEvent['type'];
-  created_at: string;
-  data: string;
-}
-
-/** The most events one row holds (a group commit writes bigger batches as several rows). */
-export const MAX_RUN = 256;
-
-export const EVENT_COLUMNS = 'seq, span, id, more_ids, type, created_at, data';
-
-/** SQL (both stores): the seq of `account`'s event-log row holding its event `seq`, if any. */
-export const runOf = (account: string, seq: string) =>
-  `(SELECT x.seq FROM events x WHERE x.account_id = ${account} AND x.seq <= ${seq} ORDER BY x.seq DESC LIMIT 1)`;
-
-const PET_RUN = '{"firstPetId":';
-/**
- * The events' data of a row (EventRow), in sequence order: a single event's; a JSON array of
- * them; or a pet run (petRunData), whose pet.created objects are rebuilt exactly as
- * petCreatedEvent writes them (key order id, name, categoryId, status).
- */
-export function runData(row: Pick<EventRow, 'span' | 'data'>): string[] {
-  if (row.data.startsWith(PET_RUN)) {
-    const { firstPetId, pets } = JSON.parse(row.data) as { firstPetId: number; pets: Array<Omit<Pet, 'id'>> };
-    return pets.map((pet, k) => JSON.stringify({ object: { id: firstPetId + k, ...pet } }));
-  }
-  if (row.span === 1) return [row.data];
-  return (JSON.parse(row.data) as unknown[]).map((data) => JSON.stringify(data));
-}
-
-/** The id of event `seq` of a row (see EventRow). */
-const idIn = (row: Pick<EventRow, 'seq' | 'id' | 'more_ids'>, seq: number): string =>
-  seq === row.seq ? row.id : 'evt_' + seq.toString(16).padStart(12, '0') + row.more_ids!.slice((seq - row.seq - 1) * 20, (seq - row.seq) * 20);
-
-/** Whether a row holds event `seq`. */
-const holds = (row: Pick<EventRow, 'seq' | 'span'>, seq: number) => seq >= row.seq && seq < row.seq + row.span;
-/** Event `seq` of a row that holds it, given the row's decoded data (runData). */
-const eventAt = (row: EventRow, seq: number, data: readonly string[]): StoredEvent => ({
-  seq, id: idIn(row, seq), type: row.type, createdAt: row.created_at, data: data[seq - row.seq]!,
-});
-
-/** The events of a row, those after `afterSeq` only. */
-export function toEvents(row: EventRow, afterSeq = 0): StoredEvent[] {
-  if (row.seq + row.span - 1 <= afterSeq) return [];
-  const data = runData(row);
-  const events: StoredEvent[] = [];
-  for (let seq = Math.max(row.seq, afterSeq + 1); seq < row.seq + row.span; seq++) events.push(eventAt(row, seq, data));
-  return events;
-}
-
-/** Event `seq` of a row; undefined when the row does not hold it. */
-export function eventIn(row: EventRow, seq: number): StoredEvent | undefined {
-  return holds(row, seq) ? eventAt(row, seq, runData(row)) : undefined;
-}
-
-/** Rows of the log in order to a page of events: those after `afterSeq`, at most `limit`. */
-export const eventPage = (rows: readonly EventRow[], afterSeq: number, limit: number): StoredEvent[] =>
-  rows.flatMap((row) => toEvents(row, afterSeq)).slice(0, limit);
 
 export interface EndpointRow {
   seq: number;
@@ -302,63 +231,7 @@ const toClaimed = (row: ClaimedRow, event: StoredEvent): ClaimedDelivery => ({
   event,
 });
 
-// 20 random hex digits, from a pool of random bytes refilled 4 KiB at a time (a randomUUID per
-// id cost ~0.6 µs of each change's write; this, ~0.1 µs).
-const pool = Buffer.alloc(4000);
-let poolAt = pool.length;
-/** `count` × 20 random hex digits, in one string (a run's ids: one read of the pool). */
-export const randomHex20s = (count: number): string => {
-  let hex = '';
-  while (count > 0) {
-    if (poolAt === pool.length) {
-      randomFillSync(pool);
-      poolAt = 0;
-    }
-    const take = Math.min(count, (pool.length - poolAt) / 10);
-    hex += pool.toString('hex', poolAt, poolAt + take * 10);
-    poolAt += take * 10;
-    count -= take;
-  }
-  return hex;
-};
-export const randomHex20 = () => randomHex20s(1);
-
-/**
- * An event's id: `evt_`, its sequence in 12 hex digits, then 20 random ones. The log is keyed
- * by (account, sequence) and has no index on ids (every index costs each change's write): a
- * lookup by id reads the sequence from it and checks the whole id against the row's. Ids made
- * before (time in place of the sequence: they never start `evt_00`) have a partial index.
- */
-export const eventId = (seq: number) => 'evt_' + seq.toString(16).padStart(12, '0') + randomHex20();
-const SEQ_ID = /^evt_00[0-9a-f]{30}$/;
-/** The sequence an id made by eventId() carries; undefined for other ids. */
-export const eventIdSeq = (id: string): number | undefined => (SEQ_ID.test(id) ? parseInt(id.slice(4, 16), 16) : undefined);
-/** SQL true for ids not made by eventId(): the partial index's condition (migrations 7/8), which lookups repeat verbatim. */
-export const LEGACY_EVENT_ID = "substr(id, 1, 6) <> 'evt_00'";
-
-/** An event to write in the caller's transaction; `data` is its JSON text. */
-export interface NewEvent {
-  type: StoredEvent['type'];
-  data: string;
-}
-
-/** Bit of an event kind in event masks (webhook_endpoints.event_mask, type filters). */
-export const eventBit = (type: StoredEvent['type']) => 1 << EVENT_TYPES.indexOf(type);
-
 export const petCreatedEvent = (pet: Pet): NewEvent => ({ type: 'pet.created', data: JSON.stringify({ object: pet }) });
-/**
- * The data of a row holding new pets' pet.created events, after `{"firstPetId":N` (which the
- * group commit's statement writes: it alone knows the ids): the pets in id order, without ids.
- */
-export function petRunData(pets: readonly NewPet[]): string {
-  // By hand, as JSON.stringify would write { name, categoryId, status } (no object per pet).
-  let json = ',"pets":[';
-  for (let k = 0; k < pets.length; k++) {
-    const { name, categoryId, status } = pets[k]!;
-    json += `${k === 0 ? '' : ','}{"name":${JSON.stringify(name)},"categoryId":${categoryId}${status === undefined ? '' : `,"status":"${status}"`}}`;
-  }
-  return json + ']}';
-}
 export const petStatusChangedEvent = (pet: Pet, previousStatus: PetStatus): NewEvent => ({
   type: 'pet.status_changed',
   data: JSON.stringify({ object: pet, previousStatus }),
@@ -367,9 +240,6 @@ export const orderEvent = (order: Order): NewEvent => ({
   type: order.status === 'placed' ? 'order.placed' : order.status === 'delivered' ? 'order.delivered' : 'order.cancelled',
   data: JSON.stringify({ object: order }),
 });
-
-/** The kinds a mask selects. */
-export const typesOf = (mask: number) => EVENT_TYPES.filter((type) => (mask & eventBit(type)) !== 0);
 
 /** The webhook backlog from its two parts: jobs (count, oldest event time in ms) and events not fanned out yet (count, oldest ISO time). */
 export function webhookStatsOf(jobs: number, oldestJobMs: number | null, unfanned: number | null, oldestUnfanned: string | null): WebhookStats {

@@ -4,6 +4,9 @@ import type { Environment } from '../config.js';
 import type { NewPet, Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
 import type { Message, MessageStatus } from '../schemas/messages.js';
 import type { DeliveryStatus, EventType } from '../schemas/events.js';
+import type { EventRepository, StoredEvent } from './events.js';
+
+export type { ListEventsStoreQuery, StoredEvent } from './events.js';
 
 export interface Account {
   id: string;
@@ -170,31 +173,6 @@ export interface MessageRepository {
   messageQueueStats(): Promise<MessageQueueStats>;
 }
 
-/** An event as stored: `data` is its JSON text, exactly what the API shows and deliveries sign. */
-export interface StoredEvent {
-  seq: number;
-  id: string;
-  type: EventType;
-  createdAt: string;
-  data: string;
-}
-
-export interface ListEventsStoreQuery {
-  accountId: string;
-  limit: number;
-  /** Bit i set: EVENT_TYPES[i] wanted; undefined: every kind. */
-  typeMask?: number | undefined;
-  afterSeq?: number | undefined;
-}
-
-/** The account's event log (src/store/<backend>/events.ts); events are written by the changes themselves. */
-export interface EventRepository {
-  listEvents(query: ListEventsStoreQuery): Promise<readonly StoredEvent[]>;
-  getEvent(accountId: string, id: string): Promise<StoredEvent | undefined>;
-  /** Deletes events created before `before` (ISO), with their deliveries; returns how many events. */
-  pruneEvents(before: string): Promise<number>;
-}
-
 export interface StoredWebhookEndpoint {
   /** Position in the account's list (cursors). */
   seq: number;
@@ -311,8 +289,10 @@ export interface WebhookRepository {
   webhookStats(): Promise<WebhookStats>;
 }
 
-export interface Store extends OrderRepository, MessageRepository, EventRepository, WebhookRepository {
+export interface Store extends OrderRepository, MessageRepository, WebhookRepository {
   readonly kind: 'sqlite' | 'postgres';
+  /** The account's event log (src/store/<backend>/events.ts); events are appended by the changes themselves. */
+  readonly events: EventRepository;
   /** Connection pool usage, for backends that pool connections. */
   poolStats?(): PoolStats;
   /**

@@ -9,12 +9,13 @@ import type { IdempotencyClaim, ListPetsQuery, Store } from '../types.js';
 import { migrations } from './migrations.js';
 import { createPostgresOrders } from './orders.js';
 import { createPostgresMessages } from './messages.js';
-import { createPostgresEvents, createPostgresEventWriter, eventIdSql } from './events.js';
+import { createPostgresEvents, createPostgresEventWriter, petRunsInsertSql } from './events.js';
+import { petRunParams } from '../event-log.js';
 import { createPostgresWebhooks } from './webhooks.js';
 import { watchKeyChanges } from './key-changes.js';
 import { CONNECTION_TIMEOUT_MS, guard, isConnectionError, openPostgres } from './driver.js';
 import type { ApiKeyWatch } from '../types.js';
-import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, petCreatedEvent, petRunData, type PetRow, randomHex20, randomHex20s, toKey, toPet } from '../rows.js';
+import { KEY_IN_FLIGHT, KEY_RESULT, type KeyRow, petCreatedEvent, type PetRow, toKey, toPet } from '../rows.js';
 
 /** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
 export const MIGRATION_LOCK_KEY = 0x50455453;
@@ -135,15 +136,9 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
       FROM input i JOIN next n ON n.account_id = i.account_id
       RETURNING 1
     ),
-    ev AS (
-      -- Each account's events are one row (rows.ts, EventRow, petRunData), built by the service
-      -- but for the numbers only this statement knows.
-      INSERT INTO events (account_id, seq, span, id, more_ids, type, created_at, data)
-      SELECT n.account_id, n.event_base + 1, n.n, ${eventIdSql('n.event_base + 1', 'r.first_random')}, NULLIF(r.more_ids, ''), 'pet.created', r.created_at,
-        '{"firstPetId":' || (n.base + 1) || r.data
-      FROM next n JOIN unnest($6::text[], $7::text[], $8::text[], $9::timestamptz[], $10::text[]) AS r(account_id, first_random, more_ids, created_at, data)
-        ON r.account_id = n.account_id
-    )
+    -- Each account's events are one row (event-log.ts: EventRow, petRunParams), built by the
+    -- service but for the numbers only this statement knows.
+    ev AS (${petRunsInsertSql('next', 6)})
     SELECT account_id, base, (SELECT count(*) FROM inserted) AS inserted FROM next`
     : `
     WITH input AS (
@@ -185,28 +180,6 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
     } catch (error) {
       item.reject(error);
     }
-  };
-  /** The batch's pet.created rows, one per account (its pets in call order): ev's parameters. */
-  const petRunParams = (batch: readonly PendingPet[]) => {
-    const runs = new Map<string, PendingPet[]>();
-    for (const item of batch) {
-      const run = runs.get(item.accountId);
-      if (run) run.push(item);
-      else runs.set(item.accountId, [item]);
-    }
-    const accounts: string[] = [];
-    const firstRandoms: string[] = [];
-    const moreIds: string[] = [];
-    const createdAts: string[] = [];
-    const data: string[] = [];
-    for (const [accountId, run] of runs) {
-      accounts.push(accountId);
-      firstRandoms.push(randomHex20());
-      moreIds.push(randomHex20s(run.length - 1));
-      createdAts.push(run[0]!.createdAt);
-      data.push(petRunData(run.map((item) => item.pet)));
-    }
-    return [accounts, firstRandoms, moreIds, createdAts, data];
   };
   const commitBatch = async (batch: PendingPet[]): Promise<void> => {
     let rows: Array<{ account_id: string; base: number }>;
@@ -253,9 +226,9 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
 
   return {
     kind: 'postgres',
+    events: createPostgresEvents(database, events),
     ...createPostgresOrders({ query, transaction, writeEvents }),
     ...createPostgresMessages({ query, transaction, writeEvents }),
-    ...createPostgresEvents({ query, transaction, writeEvents }),
     ...createPostgresWebhooks({ query, transaction, writeEvents }),
 
     async migrate() {

@@ -12,12 +12,12 @@ import {
   type DeliveryRow,
   ENDPOINT_COLUMNS,
   type EndpointRow,
-  runOf,
   toClaimedDeliveries,
   toDelivery,
   toEndpoint,
   webhookStatsOf,
 } from '../rows.js';
+import { runOf } from '../event-log.js';
 import { EVENT_TYPES } from '../../schemas/events.js';
 import type { WebhookRepository } from '../types.js';
 import type { PostgresContext } from './orders.js';

@@ -206,9 +206,9 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
 
   const store: Store = {
     kind: 'sqlite',
+    events: createSqliteEvents(sqlite, options.events !== false),
     ...createSqliteOrders(context),
     ...createSqliteMessages(context),
-    ...createSqliteEvents(context),
     ...createSqliteWebhooks(context),
 
     async migrate() {

@@ -11,13 +11,13 @@ import {
   type DeliveryRow,
   ENDPOINT_COLUMNS,
   type EndpointRow,
-  runOf,
   toClaimedDeliveries,
   toDelivery,
   toEndpoint,
-  typesOf,
   webhookStatsOf,
 } from '../rows.js';
+import { runOf } from '../event-log.js';
+import { typesOf } from '../../schemas/events.js';
 import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../types.js';
 import type { SqliteContext } from './orders.js';
 
