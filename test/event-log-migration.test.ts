@@ -78,7 +78,7 @@ describe('migrating the event log to sequence-keyed ids and fan-out cursors', { 
       assert.equal(await store.events.get('acct_other', OLD_IDS[0]!), undefined, 'another account does not see it');
 
       // The endpoint's cursor starts after what the previous release fanned out itself.
-      assert.equal(await store.fanOutWebhookEvents(1000), 0, 'nothing fanned out again');
+      assert.equal(await store.webhooks.fanOut(1000), 0, 'nothing fanned out again');
       const pet = await store.createPet(ACCOUNT, { name: 'Tom', categoryId: 2, status: 'available' }, new Date().toISOString());
       assert.equal(pet.id, 3);
       const [event] = await store.events.list({ accountId: ACCOUNT, limit: 10, afterSeq: 2 });
@@ -89,11 +89,11 @@ describe('migrating the event log to sequence-keyed ids and fan-out cursors', { 
       assert.equal(await store.events.get(ACCOUNT, forged), undefined, 'the sequence alone does not find it: the random digits must match');
       assert.equal(await store.events.get('acct_other', event!.id), undefined);
 
-      assert.equal(await store.fanOutWebhookEvents(1000), 1, 'the new event is fanned out');
-      assert.equal(await store.fanOutWebhookEvents(1000), 0, 'once');
-      const deliveries = await store.listWebhookDeliveries({ accountId: ACCOUNT, endpointId: 'we_old', limit: 10 });
+      assert.equal(await store.webhooks.fanOut(1000), 1, 'the new event is fanned out');
+      assert.equal(await store.webhooks.fanOut(1000), 0, 'once');
+      const deliveries = await store.webhooks.listDeliveries({ accountId: ACCOUNT, endpointId: 'we_old', limit: 10 });
       assert.deepEqual(deliveries.map((d) => [d.eventSeq, d.status]), [[1, 'succeeded'], [2, 'pending'], [3, 'pending']]);
-      assert.deepEqual((await store.webhookStats()).pending, 2, 'two jobs: the old pending delivery and the new one');
+      assert.deepEqual((await store.webhooks.stats()).pending, 2, 'two jobs: the old pending delivery and the new one');
     });
   }
 });

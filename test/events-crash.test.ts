@@ -82,7 +82,7 @@ function checkAccount(events: ApiEvent[], pets: Pet[], orders: Order[]): string 
 async function checkOutbox(fixture: Fixture, events: number): Promise<void> {
   const store = await createStore({ databaseUrl: fixture.url, pgPoolMax: 2 });
   try {
-    while ((await store.fanOutWebhookEvents(1000)) > 0);
+    while ((await store.webhooks.fanOut(1000)) > 0);
   } finally {
     await store.close();
   }

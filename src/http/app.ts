@@ -206,7 +206,7 @@ export async function buildApp({ config, store, logger, clock = systemClock, del
       ? undefined
       : createWebhookSender({ ...urlPolicy, timeoutMs: config.webhookTimeoutMs, maxSockets: config.webhookEndpointConcurrency, ...(webhookResolver ? { resolve: webhookResolver } : {}) });
     const worker = createWebhookWorker({
-      store: timedStore,
+      webhooks: timedStore.webhooks,
       clock,
       log: app.log,
       send: webhookSend ?? ((url, headers, body) => sender!.send(url, headers, body)),

@@ -37,7 +37,7 @@ export async function createServices(deps: {
     orders: createOrderService({ store, clock, cursors: createCursorCodec(cursorSecret, ORDER_STATUSES, 'orders') }),
     events: createEventService({ events: store.events, cursors: createCursorCodec(cursorSecret, EVENT_FILTERS, 'events') }),
     webhooks: createWebhookService({
-      store,
+      webhooks: store.webhooks,
       clock,
       endpointCursors: createCursorCodec<string>(cursorSecret, [], 'webhook-endpoints'),
       deliveryCursors: createCursorCodec(cursorSecret, DELIVERY_STATUSES, 'webhook-deliveries'),

@@ -9,7 +9,7 @@
 // again with the same webhook-id (at least once).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
-import type { AttemptRecord, ClaimedDelivery, Store } from '../store/types.js';
+import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../store/webhooks.js';
 import { signatureHeader } from '../webhooks/signing.js';
 import { eventJson } from './events.js';
 
@@ -41,8 +41,8 @@ const CLAIM_MAX = 16;
 /** Events one fan-out passes per endpoint (one transaction): a long backlog goes in steps. */
 const FAN_OUT_MAX = 1000;
 
-export function createWebhookWorker(deps: { store: Store; clock: Clock; log: FastifyBaseLogger; send: Send; counters: WebhookWorkerCounters; options: WebhookWorkerOptions }) {
-  const { store, clock, log, send, counters, options } = deps;
+export function createWebhookWorker(deps: { webhooks: Pick<WebhookRepository, 'fanOut' | 'claim' | 'record'>; clock: Clock; log: FastifyBaseLogger; send: Send; counters: WebhookWorkerCounters; options: WebhookWorkerOptions }) {
+  const { webhooks, clock, log, send, counters, options } = deps;
   const random = options.random ?? Math.random;
   const pollMs = options.pollMs ?? POLL_MS;
   // A claimed delivery may wait for one round of its endpoint's attempts, then make its own.
@@ -119,8 +119,8 @@ export function createWebhookWorker(deps: { store: Store; clock: Clock; log: Fas
     if (recording) return recording;
     if (records.length === 0) return Promise.resolve();
     const batch = records.splice(0, records.length);
-    recording = store
-      .recordWebhookAttempts(batch)
+    recording = webhooks
+      .record(batch)
       .catch((err: unknown) => {
         // Unrecorded attempts stay leased and are made again when the lease ends (same webhook-id).
         warn(err, 'webhook worker: could not record attempts; they will be retried');
@@ -196,14 +196,14 @@ export function createWebhookWorker(deps: { store: Store; clock: Clock; log: Fas
       if (fanOutDue) {
         fanOutWanted = false;
         lastFanOut = clock.now();
-        more = (await store.fanOutWebhookEvents(FAN_OUT_MAX)) >= FAN_OUT_MAX;
+        more = (await webhooks.fanOut(FAN_OUT_MAX)) >= FAN_OUT_MAX;
         if (more) fanOutWanted = true;
       }
       const room = options.concurrency - inFlight - waitingCount;
       if (room > 0) {
         const busy = [...running].filter(([, n]) => n >= options.endpointConcurrency).map(([id]) => id);
         const max = Math.min(room, CLAIM_MAX);
-        const claimed = await store.claimWebhookDeliveries(clock.now(), leaseMs, max, busy);
+        const claimed = await webhooks.claim(clock.now(), leaseMs, max, busy);
         for (const d of claimed) take(d);
         // Claim again at once only if an endpoint just claimed for has room left: when all are at
         // their limit the next claim would skip them, scanning their due jobs for nothing (a poll,

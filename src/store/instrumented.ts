@@ -2,6 +2,7 @@
 // time, so the wrapper always delegates to the store's current behaviour.
 import type { EventType } from '../schemas/events.js';
 import type { EventRepository } from './events.js';
+import type { WebhookRepository } from './webhooks.js';
 import type { ListPetsQuery, Store } from './types.js';
 
 /** Returns the recorder for one operation (bound once, so the hot path does no label lookup). */
@@ -36,23 +37,26 @@ const TIMED = [
   'retryJob',
   'failMessage',
   'messageQueueStats',
-  'createWebhookEndpoint',
-  'getWebhookEndpoint',
-  'listWebhookEndpoints',
-  'updateWebhookEndpoint',
-  'deleteWebhookEndpoint',
-  'rotateWebhookSecret',
-  'listWebhookDeliveries',
-  'retryWebhookDelivery',
-  'fanOutWebhookEvents',
-  'claimWebhookDeliveries',
-  'recordWebhookAttempts',
-  'webhookStats',
   'ping',
 ] as const satisfies ReadonlyArray<keyof Store>;
 
 /** The operation names (metric labels) of the event log's timed methods; append runs inside another operation. */
 const EVENT_OPERATIONS = { list: 'listEvents', get: 'getEvent', prune: 'pruneEvents' } as const satisfies Partial<Record<keyof EventRepository, string>>;
+/** The same for webhooks: every method, under the names the metric has always had. */
+const WEBHOOK_OPERATIONS = {
+  createEndpoint: 'createWebhookEndpoint',
+  getEndpoint: 'getWebhookEndpoint',
+  listEndpoints: 'listWebhookEndpoints',
+  updateEndpoint: 'updateWebhookEndpoint',
+  deleteEndpoint: 'deleteWebhookEndpoint',
+  rotateSecret: 'rotateWebhookSecret',
+  listDeliveries: 'listWebhookDeliveries',
+  retryDelivery: 'retryWebhookDelivery',
+  fanOut: 'fanOutWebhookEvents',
+  claim: 'claimWebhookDeliveries',
+  record: 'recordWebhookAttempts',
+  stats: 'webhookStats',
+} as const satisfies Record<keyof WebhookRepository, string>;
 
 /** `method` of `target`, timed under `operation` (looked up at call time). */
 function timedCall(target: object, method: string, operation: string, observer: Observer): (...args: unknown[]) => Promise<unknown> {
@@ -86,6 +90,7 @@ export function instrumentStore(store: Store, observer: Observer): Store {
   return {
     kind: store.kind,
     events: timeRepository(store.events, EVENT_OPERATIONS, observer),
+    webhooks: timeRepository(store.webhooks, WEBHOOK_OPERATIONS, observer),
     migrate: () => store.migrate(),
     pendingMigrations: () => store.pendingMigrations(),
     close: () => store.close(),

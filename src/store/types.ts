@@ -3,10 +3,8 @@
 import type { Environment } from '../config.js';
 import type { NewPet, Order, OrderStatus, Pet, PetStatus } from '../schemas/index.js';
 import type { Message, MessageStatus } from '../schemas/messages.js';
-import type { DeliveryStatus, EventType } from '../schemas/events.js';
-import type { EventRepository, StoredEvent } from './events.js';
-
-export type { ListEventsStoreQuery, StoredEvent } from './events.js';
+import type { EventRepository } from './events.js';
+import type { WebhookRepository } from './webhooks.js';
 
 export interface Account {
   id: string;
@@ -173,126 +171,12 @@ export interface MessageRepository {
   messageQueueStats(): Promise<MessageQueueStats>;
 }
 
-export interface StoredWebhookEndpoint {
-  /** Position in the account's list (cursors). */
-  seq: number;
-  id: string;
-  url: string;
-  /** Bit i: EVENT_TYPES[i] is delivered; -1: every kind, including later ones. */
-  eventMask: number;
-  description: string | undefined;
-  disabled: boolean;
-  disabledReason: string | undefined;
-  secret: string;
-  previousSecret: string | undefined;
-  /** Epoch ms until which the previous secret still signs. */
-  previousSecretExpiresAt: number | undefined;
-  createdAt: string;
-}
-
-export interface NewWebhookEndpointRecord {
-  id: string;
-  url: string;
-  eventMask: number;
-  description: string | undefined;
-  secret: string;
-  createdAt: string;
-}
-
-export interface WebhookEndpointPatch {
-  url?: string;
-  eventMask?: number;
-  description?: string | null;
-  disabled?: boolean;
-}
-
-export interface StoredDelivery {
-  id: string;
-  eventSeq: number;
-  eventId: string;
-  eventType: EventType;
-  status: DeliveryStatus;
-  attempts: number;
-  lastAttemptAt: string | undefined;
-  lastResponseStatus: number | undefined;
-  lastError: string | undefined;
-  nextAttemptAt: string | undefined;
-}
-
-/** A due delivery leased to a worker, with what it needs to make the attempt. */
-export interface ClaimedDelivery {
-  jobId: number;
-  accountId: string;
-  endpointId: string;
-  eventSeq: number;
-  /** Attempts made before this one. */
-  attempts: number;
-  /** A manual retry of a finished delivery: one attempt, no schedule. */
-  singleAttempt: boolean;
-  url: string;
-  disabled: boolean;
-  secret: string;
-  previousSecret: string | undefined;
-  previousSecretExpiresAt: number | undefined;
-  event: StoredEvent;
-}
-
-/** What an attempt came to; recorded with its job's removal or rescheduling in one transaction. */
-export interface AttemptRecord {
-  jobId: number;
-  accountId: string;
-  endpointId: string;
-  eventSeq: number;
-  /** `succeeded`, `failed` (for good), `retry` (due again at nextAttemptAt), `gone` (410: failed and the endpoint disabled), `skipped` (the endpoint is disabled: failed without an attempt). */
-  outcome: 'succeeded' | 'failed' | 'retry' | 'gone' | 'skipped';
-  /** ISO time of the attempt. */
-  at: string;
-  responseStatus?: number | undefined;
-  error?: string | undefined;
-  /** Epoch ms, with `retry`. */
-  nextAttemptAt?: number | undefined;
-}
-
-export interface WebhookStats {
-  pending: number;
-  oldestCreatedAt: string | undefined;
-}
-
-/** Webhook endpoints and their deliveries (src/store/<backend>/webhooks.ts). Every call is scoped by account. */
-export interface WebhookRepository {
-  /** Undefined when the account already has `max` endpoints (checked under the account's lock). */
-  createWebhookEndpoint(accountId: string, endpoint: NewWebhookEndpointRecord, max: number): Promise<StoredWebhookEndpoint | undefined>;
-  getWebhookEndpoint(accountId: string, id: string): Promise<StoredWebhookEndpoint | undefined>;
-  listWebhookEndpoints(query: { accountId: string; limit: number; afterSeq?: number | undefined }): Promise<readonly StoredWebhookEndpoint[]>;
-  updateWebhookEndpoint(accountId: string, id: string, patch: WebhookEndpointPatch): Promise<StoredWebhookEndpoint | undefined>;
-  /** Deletes the endpoint, its deliveries and their jobs; false when there was none. */
-  deleteWebhookEndpoint(accountId: string, id: string): Promise<boolean>;
-  /** The new secret signs from now; the current one keeps signing beside it until `previousExpiresAt` (epoch ms). */
-  rotateWebhookSecret(accountId: string, id: string, secret: string, previousExpiresAt: number): Promise<StoredWebhookEndpoint | undefined>;
-  listWebhookDeliveries(query: { accountId: string; endpointId: string; limit: number; status?: DeliveryStatus | undefined; afterSeq?: number | undefined }): Promise<readonly StoredDelivery[]>;
-  /** Due now: a pending delivery's next attempt, or one more attempt of a finished one. Undefined when not found. */
-  retryWebhookDelivery(accountId: string, endpointId: string, deliveryId: string, now: number): Promise<StoredDelivery | undefined>;
-  /**
-   * Leases up to `max` due deliveries (jobs of kind webhook.deliver) until `now + leaseMs`,
-   * skipping those of `busyEndpoints` (at their concurrency limit in this process).
-   */
-  claimWebhookDeliveries(now: number, leaseMs: number, max: number, busyEndpoints: readonly string[]): Promise<ClaimedDelivery[]>;
-  /**
-   * Fans the event log out to endpoints: for each enabled endpoint, the events after its
-   * cursor (at most `max` of them) become pending deliveries with their jobs, and the cursor
-   * moves past them, in one transaction. Changes write only their events; this runs in the
-   * worker. Returns how many events were passed over (delivered or filtered out by kind).
-   */
-  fanOutWebhookEvents(max: number): Promise<number>;
-  /** Records the attempts and settles their jobs, all in one transaction. */
-  recordWebhookAttempts(records: readonly AttemptRecord[]): Promise<void>;
-  webhookStats(): Promise<WebhookStats>;
-}
-
-export interface Store extends OrderRepository, MessageRepository, WebhookRepository {
+export interface Store extends OrderRepository, MessageRepository {
   readonly kind: 'sqlite' | 'postgres';
   /** The account's event log (src/store/<backend>/events.ts); events are appended by the changes themselves. */
   readonly events: EventRepository;
+  /** Webhook endpoints and deliveries (src/store/<backend>/webhooks.ts). */
+  readonly webhooks: WebhookRepository;
   /** Connection pool usage, for backends that pool connections. */
   poolStats?(): PoolStats;
   /**

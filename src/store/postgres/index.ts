@@ -227,9 +227,9 @@ export function createPostgresStore(url: string, options: { poolMax: number; pip
   return {
     kind: 'postgres',
     events: createPostgresEvents(database, events),
+    webhooks: createPostgresWebhooks(database),
     ...createPostgresOrders({ query, transaction, writeEvents }),
     ...createPostgresMessages({ query, transaction, writeEvents }),
-    ...createPostgresWebhooks({ query, transaction, writeEvents }),
 
     async migrate() {
       return guard(async () => {

@@ -207,9 +207,9 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
   const store: Store = {
     kind: 'sqlite',
     events: createSqliteEvents(sqlite, options.events !== false),
+    webhooks: createSqliteWebhooks(sqlite),
     ...createSqliteOrders(context),
     ...createSqliteMessages(context),
-    ...createSqliteWebhooks(context),
 
     async migrate() {
       const applied: number[] = [];
