@@ -11,7 +11,7 @@ async function run(events: boolean, endpoint: boolean) {
   const store = createSqliteStore(path.join(dir, 'p.db'), { events });
   await store.migrate();
   await store.accounts.create({ id: 'acct_a', name: 'a', createdAt: new Date().toISOString() });
-  if (endpoint) await store.createWebhookEndpoint('acct_a', { id: 'we_x', url: 'https://example.com', eventMask: -1, description: undefined, secret: 's', createdAt: new Date().toISOString() }, 16);
+  if (endpoint) await store.webhooks.createEndpoint('acct_a', { id: 'we_x', url: 'https://example.com', eventMask: -1, description: undefined, secret: 's', createdAt: new Date().toISOString() }, 16);
   const N = 20000;
   const start = performance.now();
   const cpu0 = process.cpuUsage();

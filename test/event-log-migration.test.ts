@@ -74,27 +74,27 @@ describe('migrating the event log to sequence-keyed ids and fan-out cursors', { 
       assert.deepEqual(await store.migrate(), backend.name === 'sqlite' ? [7, 8, 9] : [8, 9]);
 
       // Old ids, found through the partial index; ids that are not there, of either form, are not.
-      for (const [i, id] of OLD_IDS.entries()) assert.equal((await store.getEvent(ACCOUNT, id))?.seq, i + 1, id);
-      assert.equal(await store.getEvent(ACCOUNT, 'evt_019aa13e4c00a1b2c3d4e5f6a7b8c9d0e1f3'), undefined);
-      assert.equal(await store.getEvent('acct_other', OLD_IDS[0]!), undefined, 'another account does not see it');
+      for (const [i, id] of OLD_IDS.entries()) assert.equal((await store.events.get(ACCOUNT, id))?.seq, i + 1, id);
+      assert.equal(await store.events.get(ACCOUNT, 'evt_019aa13e4c00a1b2c3d4e5f6a7b8c9d0e1f3'), undefined);
+      assert.equal(await store.events.get('acct_other', OLD_IDS[0]!), undefined, 'another account does not see it');
 
       // The endpoint's cursor starts after what the previous release fanned out itself.
-      assert.equal(await store.fanOutWebhookEvents(1000), 0, 'nothing fanned out again');
+      assert.equal(await store.webhooks.fanOut(1000), 0, 'nothing fanned out again');
       const pet = await createPet(store, ACCOUNT, { name: 'Tom', categoryId: 2, status: 'available' }, new Date().toISOString());
       assert.equal(pet.id, 3);
-      const [event] = await store.listEvents({ accountId: ACCOUNT, limit: 10, afterSeq: 2 });
+      const [event] = await store.events.list({ accountId: ACCOUNT, limit: 10, afterSeq: 2 });
       assert.equal(event?.seq, 3);
       assert.match(event!.id, /^evt_000000000003[0-9a-f]{20}$/, 'the new id carries its sequence');
-      assert.equal((await store.getEvent(ACCOUNT, event!.id))?.seq, 3);
+      assert.equal((await store.events.get(ACCOUNT, event!.id))?.seq, 3);
       const forged = event!.id.slice(0, 16) + '0'.repeat(20);
-      assert.equal(await store.getEvent(ACCOUNT, forged), undefined, 'the sequence alone does not find it: the random digits must match');
-      assert.equal(await store.getEvent('acct_other', event!.id), undefined);
+      assert.equal(await store.events.get(ACCOUNT, forged), undefined, 'the sequence alone does not find it: the random digits must match');
+      assert.equal(await store.events.get('acct_other', event!.id), undefined);
 
-      assert.equal(await store.fanOutWebhookEvents(1000), 1, 'the new event is fanned out');
-      assert.equal(await store.fanOutWebhookEvents(1000), 0, 'once');
-      const deliveries = await store.listWebhookDeliveries({ accountId: ACCOUNT, endpointId: 'we_old', limit: 10 });
+      assert.equal(await store.webhooks.fanOut(1000), 1, 'the new event is fanned out');
+      assert.equal(await store.webhooks.fanOut(1000), 0, 'once');
+      const deliveries = await store.webhooks.listDeliveries({ accountId: ACCOUNT, endpointId: 'we_old', limit: 10 });
       assert.deepEqual(deliveries.map((d) => [d.eventSeq, d.status]), [[1, 'succeeded'], [2, 'pending'], [3, 'pending']]);
-      assert.deepEqual((await store.webhookStats()).pending, 2, 'two jobs: the old pending delivery and the new one');
+      assert.deepEqual((await store.webhooks.stats()).pending, 2, 'two jobs: the old pending delivery and the new one');
     });
   }
 });

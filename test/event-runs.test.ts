@@ -1,5 +1,5 @@
 // Runs in the event log, on every store: a group commit's pet.created events are one row per
-// account (rows.ts, EventRow). When many creates share a batch, then the log still reads as
+// account (event-log.ts, EventRow). When many creates share a batch, then the log still reads as
 // one event per change everywhere: listing from every `after` (inside a run and across its
 // ends), by id (a forged id with a run's sequence is not found), to a webhook endpoint (one
 // delivery per event, its id), in the deliveries listing, and in pruning's count.
@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { petCreatedEvent, petRunData, runData } from '../src/store/rows.js';
+import { petCreatedEvent } from '../src/services/domain-events.js';
+import { petRunData, runData } from '../src/store/event-log.js';
 import { startApp } from './helpers/app.js';
 import { type Backend, backends } from './helpers/backends.js';
 import { eventually, startReceiver } from './helpers/receiver.js';
@@ -122,7 +123,7 @@ for (const backend of backends) {
   });
 }
 
-describe('a pet run row (rows.ts)', () => {
+describe('a pet run row (event-log.ts)', () => {
   test('when a pet run is decoded, then each event is byte for byte the data petCreatedEvent writes for the pet, with or without a status', () => {
     const pets = [
       { name: 'Rex "the" \\ dög\n', categoryId: 3, status: 'available' as const },

@@ -83,12 +83,12 @@ function checkAccount(events: ApiEvent[], pets: Pet[], orders: Order[]): string 
 async function checkOutbox(fixture: Fixture, events: number): Promise<void> {
   const store = await createStore(storeConfig(fixture.url, { pgPoolMax: 2 }));
   try {
-    while ((await store.fanOutWebhookEvents(1000)) > 0);
+    while ((await store.webhooks.fanOut(1000)) > 0);
   } finally {
     await store.close();
   }
   const sql = {
-    // A row of the log holds a run of `span` events (rows.ts, EventRow).
+    // A row of the log holds a run of `span` events (event-log.ts, EventRow).
     events: 'SELECT COALESCE(sum(span), 0) AS n FROM events',
     deliveries: "SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'",
     jobs: "SELECT count(*) AS n FROM jobs WHERE kind = 'webhook.deliver'",

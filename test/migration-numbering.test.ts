@@ -70,7 +70,7 @@ async function writeData(url: string) {
     );
     const order = await services.orders.place(account.id, pets[0]!.id);
     const endpoint = await services.webhooks.create(account.id, { url: 'https://hooks.example.com/h', description: 'before' });
-    const events = await store.listEvents({ accountId: account.id, limit: 100, afterSeq: 0 });
+    const events = await store.events.list({ accountId: account.id, limit: 100, afterSeq: 0 });
     return { key, pets, order, endpoint, eventIds: events.map((e) => e.id) };
   } finally {
     await store.close();

@@ -78,7 +78,7 @@ function startWebhookWorker({ config, store, clock, log, metrics, wakeups, webho
         ...(webhookResolver ? { resolve: webhookResolver } : {}),
       });
   const worker = createWebhookWorker({
-    store,
+    webhooks: store.webhooks,
     clock,
     log,
     send: webhookSend ?? ((url, headers, body) => sender!.send(url, headers, body)),

@@ -1,9 +1,8 @@
-// The event log: listing and reading events. Events are written by the store in the
-// transaction of each change; here they are read, filtered and paged.
+// The event log: listing, reading and pruning events. Events are appended by the services that
+// make the changes, in their transactions; here they are read, filtered and paged.
 import { InvalidRequestError, NotFoundError } from '../errors.js';
-import { EVENT_TYPES, type EventType } from '../schemas/events.js';
-import { eventBit } from '../store/rows.js';
-import type { Store, StoredEvent } from '../store/types.js';
+import { EVENT_TYPES, eventBit, type EventType } from '../schemas/events.js';
+import type { EventRepository, StoredEvent } from '../store/events.js';
 import { type CursorCodec, pageBounds, pageOf } from './cursor.js';
 
 /**
@@ -38,8 +37,8 @@ export interface EventPage {
   nextCursor: string | undefined;
 }
 
-export function createEventService(deps: { store: Store; cursors: CursorCodec<string> }) {
-  const { store, cursors } = deps;
+export function createEventService(deps: { events: Pick<EventRepository, 'list' | 'get' | 'prune'>; cursors: CursorCodec<string> }) {
+  const { events, cursors } = deps;
   return {
     async list(accountId: string, query: { limit: number; type?: string | undefined; after?: number | undefined; cursor?: string | undefined }): Promise<EventPage> {
       if (query.after !== undefined && query.cursor !== undefined) {
@@ -48,19 +47,19 @@ export function createEventService(deps: { store: Store; cursors: CursorCodec<st
       const typeMask = parseTypeFilter(query.type);
       const page = { limit: query.limit, status: typeMask === undefined ? undefined : String(typeMask), cursor: query.cursor };
       const bounds = pageBounds(cursors, accountId, page);
-      const rows = await store.listEvents({ accountId, typeMask, limit: bounds.limit, afterSeq: query.cursor === undefined ? (query.after ?? 0) : bounds.afterId });
+      const rows = await events.list({ accountId, typeMask, limit: bounds.limit, afterSeq: query.cursor === undefined ? (query.after ?? 0) : bounds.afterId });
       const { items, nextCursor } = pageOf(cursors, accountId, page, rows, (e) => e.seq);
       return { json: `[${items.map(eventJson).join(',')}]`, nextCursor };
     },
 
     async get(accountId: string, id: string): Promise<string> {
-      const event = await store.getEvent(accountId, id);
+      const event = await events.get(accountId, id);
       if (!event) throw new NotFoundError(`No event with id ${id}. List your events with GET /v1/events (events are kept for a limited time).`);
       return eventJson(event);
     },
 
     async prune(now: number, retentionDays: number): Promise<number> {
-      return store.pruneEvents(new Date(now - retentionDays * 86_400_000).toISOString());
+      return events.prune(new Date(now - retentionDays * 86_400_000).toISOString());
     },
   };
 }

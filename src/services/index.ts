@@ -53,9 +53,9 @@ export async function createServices(deps: {
       cursors: createCursorCodec(cursorSecret, ORDER_STATUSES, 'orders'),
       ...optional,
     }),
-    events: createEventService({ store, cursors: createCursorCodec(cursorSecret, EVENT_FILTERS, 'events') }),
+    events: createEventService({ events: store.events, cursors: createCursorCodec(cursorSecret, EVENT_FILTERS, 'events') }),
     webhooks: createWebhookService({
-      store,
+      webhooks: store.webhooks,
       clock,
       endpointCursors: createCursorCodec<string>(cursorSecret, [], 'webhook-endpoints'),
       deliveryCursors: createCursorCodec(cursorSecret, DELIVERY_STATUSES, 'webhook-deliveries'),

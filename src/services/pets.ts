@@ -55,7 +55,7 @@ export function createPetWithKey(deps: Pick<PetServiceDeps, 'db' | 'pets' | 'ide
 }
 
 export function createPetService(deps: PetServiceDeps) {
-  const { db, pets, idempotency, events, clock, cursors, published } = deps;
+  const { pets, idempotency, clock, cursors, published } = deps;
   // A store that caches returns the same frozen rows for the same query: derive the page
   // (and its signed cursor) once per such result, not once per request.
   const pagesOf = new WeakMap<readonly Pet[], PetPage>();

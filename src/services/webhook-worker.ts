@@ -1,15 +1,14 @@
 // The webhook delivery worker every server process runs. It first fans the event log out to
-// endpoints (changes write only their events; each endpoint has a cursor in the log), then
-// claims due deliveries. It keeps up to `concurrency`
-// attempts in flight, at most `endpointConcurrency` per endpoint: claims skip endpoints at
-// their limit, so one slow or dead receiver never holds back the others. Each attempt is
-// signed (Standard Webhooks) with the endpoint's live secrets; outcomes are recorded in
-// batches, each with its job's removal or rescheduling in one transaction. A worker that dies
-// mid-attempt leaves its jobs leased: they come due again when the lease ends and are sent
-// again with the same webhook-id (at least once).
+// endpoints (changes append only their events; each endpoint has a cursor in the log), then
+// claims due deliveries. It keeps up to `concurrency` attempts in flight, at most
+// `endpointConcurrency` per endpoint: claims skip endpoints at their limit, so one slow or dead
+// receiver never holds back the others. Each attempt is signed (Standard Webhooks) with the
+// endpoint's live secrets; outcomes are recorded in batches, each with its job's removal or
+// rescheduling in one transaction. A worker that dies mid-attempt leaves its jobs leased: they
+// come due again when the lease ends and are sent again with the same webhook-id (at least once).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
-import type { AttemptRecord, ClaimedDelivery, Store } from '../store/types.js';
+import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../store/webhooks.js';
 import { signatureHeader } from '../webhooks/signing.js';
 import { eventJson } from './events.js';
 
@@ -33,6 +32,15 @@ export interface WebhookWorkerOptions {
   random?: () => number;
 }
 
+export interface WebhookWorkerDeps {
+  webhooks: Pick<WebhookRepository, 'fanOut' | 'claim' | 'record'>;
+  clock: Clock;
+  log: FastifyBaseLogger;
+  send: Send;
+  counters: WebhookWorkerCounters;
+  options: WebhookWorkerOptions;
+}
+
 const POLL_MS = 200;
 /** After a claim that found nothing, wakes wait this long: a burst of changes without endpoints costs ~50 empty claims/s, not one per change. */
 const EMPTY_CLAIM_PAUSE_MS = 20;
@@ -41,41 +49,187 @@ const CLAIM_MAX = 16;
 /** Events one fan-out passes per endpoint (one transaction): a long backlog goes in steps. */
 const FAN_OUT_MAX = 1000;
 
-export function createWebhookWorker(deps: { store: Store; clock: Clock; log: FastifyBaseLogger; send: Send; counters: WebhookWorkerCounters; options: WebhookWorkerOptions }) {
-  const { store, clock, log, send, counters, options } = deps;
-  const random = options.random ?? Math.random;
-  const pollMs = options.pollMs ?? POLL_MS;
-  // A claimed delivery may wait for one round of its endpoint's attempts, then make its own.
-  const leaseMs = 2 * options.timeoutMs + 10_000;
-  const running = new Map<string, number>();
-  const waiting = new Map<string, ClaimedDelivery[]>();
-  let inFlight = 0;
-  let waitingCount = 0;
-  let claiming = false;
-  let stopped = true;
-  let timer: NodeJS.Timeout | undefined;
-  let wakeTimer: NodeJS.Timeout | undefined;
-  let lastErrorLogged = 0;
-  let lastEmptyClaim = 0;
+/** Why an answer (or no answer) is a failure, as the delivery records it. */
+function failureReason(result: SendResult): string {
+  if (result.kind === 'error') return result.reason;
+  if (result.status >= 300 && result.status < 400) return `The receiver answered ${result.status} (a redirect): redirects are not followed; register the final URL.`;
+  return `The receiver answered ${result.status}.`;
+}
+
+/**
+ * What an attempt's result comes to: a 2xx succeeded, a 410 is gone (the endpoint is disabled),
+ * anything else is retried after `delay(attempts made)` while the schedule lasts (never sooner
+ * than a 429's or 503's Retry-After), and failed once it has run out or for a single attempt.
+ */
+export function outcomeOf(d: ClaimedDelivery, result: SendResult, at: string, now: number, schedule: readonly number[], delay: (attempt: number) => number): AttemptRecord {
+  const base = { jobId: d.jobId, accountId: d.accountId, endpointId: d.endpointId, eventSeq: d.eventSeq, at };
+  const status = result.kind === 'response' ? result.status : undefined;
+  if (status !== undefined && status >= 200 && status < 300) return { ...base, outcome: 'succeeded', responseStatus: status };
+  if (status === 410) return { ...base, outcome: 'gone', responseStatus: 410, error: 'The receiver answered 410 Gone: the endpoint is disabled.' };
+  const error = failureReason(result);
+  const made = d.attempts + 1;
+  if (d.singleAttempt || made >= schedule.length) return { ...base, outcome: 'failed', responseStatus: status, error };
+  const retryAfter = result.kind === 'response' && (status === 429 || status === 503) ? result.retryAfterMs : undefined;
+  return { ...base, outcome: 'retry', responseStatus: status, error, nextAttemptAt: now + Math.max(delay(made), retryAfter ?? 0) };
+}
+
+/** Deliveries in hand, per endpoint: at most `limit` attempts at once each, the others waiting their turn in memory. */
+class EndpointSlots {
+  private readonly running = new Map<string, number>();
+  private readonly waiting = new Map<string, ClaimedDelivery[]>();
+  inFlight = 0;
+  waitingCount = 0;
+
+  constructor(private readonly limit: number) {}
+
+  hasRoom = (endpointId: string): boolean => (this.running.get(endpointId) ?? 0) < this.limit;
+
+  /** Endpoints at their limit (a claim skips them). */
+  busy = (): string[] => [...this.running].filter(([, n]) => n >= this.limit).map(([id]) => id);
+
+  /** True when the delivery may start now; else it waits for its endpoint. */
+  take(d: ClaimedDelivery): boolean {
+    if (this.hasRoom(d.endpointId)) return true;
+    const queue = this.waiting.get(d.endpointId) ?? [];
+    queue.push(d);
+    this.waiting.set(d.endpointId, queue);
+    this.waitingCount++;
+    return false;
+  }
+
+  started(d: ClaimedDelivery): void {
+    this.inFlight++;
+    this.running.set(d.endpointId, (this.running.get(d.endpointId) ?? 0) + 1);
+  }
+
+  /** An attempt of the endpoint ended: its next waiting delivery, if any, takes the slot. */
+  finished(endpointId: string): ClaimedDelivery | undefined {
+    this.inFlight--;
+    const left = this.running.get(endpointId)! - 1;
+    if (left === 0) this.running.delete(endpointId);
+    else this.running.set(endpointId, left);
+    const queue = this.waiting.get(endpointId);
+    const next = queue?.shift();
+    if (queue && queue.length === 0) this.waiting.delete(endpointId);
+    if (next) this.waitingCount--;
+    return next;
+  }
+
+  /** Waiting deliveries are dropped (their leases run out and another worker takes them). */
+  dropWaiting(): void {
+    this.waitingCount = 0;
+    this.waiting.clear();
+  }
+}
+
+/** Attempt records, written in batches (one transaction each) while attempts go on. */
+class Recorder {
+  private readonly records: AttemptRecord[] = [];
+  private recording: Promise<void> | undefined;
+
+  constructor(
+    private readonly webhooks: WebhookWorkerDeps['webhooks'],
+    private readonly warn: (err: unknown, message: string) => void,
+    private readonly drained: () => void,
+  ) {}
+
+  idle = (): boolean => !this.recording && this.records.length === 0;
+
+  add(record: AttemptRecord): void {
+    this.records.push(record);
+    setImmediate(() => void this.flush());
+  }
+
+  /** Records what has accumulated; attempts made meanwhile go in the next batch. */
+  flush(): Promise<void> {
+    if (this.recording) return this.recording;
+    if (this.records.length === 0) return Promise.resolve();
+    const batch = this.records.splice(0, this.records.length);
+    this.recording = this.webhooks
+      .record(batch)
+      // Unrecorded attempts stay leased and are made again when the lease ends (same webhook-id).
+      .catch((err: unknown) => this.warn(err, 'webhook worker: could not record attempts; they will be retried'))
+      .finally(() => {
+        this.recording = undefined;
+        if (this.records.length > 0) void this.flush();
+        else this.drained();
+      });
+    return this.recording;
+  }
+}
+
+class DeliveryWorker {
+  private readonly random: () => number;
+  private readonly pollMs: number;
+  /** A claimed delivery may wait for one round of its endpoint's attempts, then make its own. */
+  private readonly leaseMs: number;
+  private readonly slots: EndpointSlots;
+  private readonly recorder: Recorder;
+  private claiming = false;
+  private stopped = true;
+  private timer: NodeJS.Timeout | undefined;
+  private wakeTimer: NodeJS.Timeout | undefined;
+  private lastErrorLogged = 0;
+  private lastEmptyClaim = 0;
   // Fan out when told something changed here (wake), when the last one left more, or once a
   // poll interval (other processes' changes); not on every finished attempt.
-  let fanOutWanted = true;
-  let lastFanOut = 0;
-  const records: AttemptRecord[] = [];
-  let recording: Promise<void> | undefined;
-  let idle: (() => void) | undefined;
+  private fanOutWanted = true;
+  private lastFanOut = 0;
+  private idle: (() => void) | undefined;
 
-  function delayBefore(attempt: number): number {
-    const base = (options.schedule[attempt] ?? 0) * 1000;
-    return Math.round(base * (0.8 + 0.4 * random()));
+  constructor(private readonly deps: WebhookWorkerDeps) {
+    const { options } = deps;
+    this.random = options.random ?? Math.random;
+    this.pollMs = options.pollMs ?? POLL_MS;
+    this.leaseMs = 2 * options.timeoutMs + 10_000;
+    this.slots = new EndpointSlots(options.endpointConcurrency);
+    this.recorder = new Recorder(deps.webhooks, (err, message) => this.warn(err, message), () => this.checkIdle());
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /** Something may be due now (a change in this process, a manual retry): look soon instead of at the next poll. */
+  wake(): void {
+    // One look for a burst of changes, and fewer still while there is nothing to deliver.
+    this.fanOutWanted = true;
+    if (this.stopped || this.wakeTimer) return;
+    const delay = Math.max(5, this.lastEmptyClaim + EMPTY_CLAIM_PAUSE_MS - this.deps.clock.now());
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = undefined;
+      void this.pump();
+    }, delay);
+    this.wakeTimer.unref();
+  }
+
+  /** Stops claiming and waits for the attempts in hand to finish and be recorded (SIGTERM loses nothing). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    clearTimeout(this.wakeTimer);
+    this.slots.dropWaiting();
+    await new Promise<void>((resolve) => {
+      this.idle = resolve;
+      this.checkIdle();
+    });
+    await this.recorder.flush();
+  }
+
+  private delayBefore(attempt: number): number {
+    const base = (this.deps.options.schedule[attempt] ?? 0) * 1000;
+    return Math.round(base * (0.8 + 0.4 * this.random()));
   }
 
   /** Makes one attempt and decides what it came to. */
-  async function attempt(d: ClaimedDelivery): Promise<AttemptRecord> {
-    const base = { jobId: d.jobId, accountId: d.accountId, endpointId: d.endpointId, eventSeq: d.eventSeq };
+  private async attempt(d: ClaimedDelivery): Promise<AttemptRecord> {
+    const { clock, send, counters, options } = this.deps;
     const startedAt = clock.now();
     const at = new Date(startedAt).toISOString();
-    if (d.disabled) return { ...base, outcome: 'skipped', at, error: 'The endpoint was disabled before this delivery was attempted.' };
+    if (d.disabled) {
+      return { jobId: d.jobId, accountId: d.accountId, endpointId: d.endpointId, eventSeq: d.eventSeq, outcome: 'skipped', at, error: 'The endpoint was disabled before this delivery was attempted.' };
+    }
     const body = eventJson(d.event);
     const timestamp = Math.floor(startedAt / 1000);
     const secrets = d.previousSecret !== undefined && (d.previousSecretExpiresAt ?? 0) > startedAt ? [d.secret, d.previousSecret] : [d.secret];
@@ -86,181 +240,107 @@ export function createWebhookWorker(deps: { store: Store; clock: Clock; log: Fas
       'webhook-signature': signatureHeader(secrets, d.event.id, timestamp, body),
     }, body);
     const seconds = (performance.now() - started) / 1000;
-    let record: AttemptRecord;
-    if (result.kind === 'response' && result.status >= 200 && result.status < 300) {
-      record = { ...base, outcome: 'succeeded', at, responseStatus: result.status };
-    } else if (result.kind === 'response' && result.status === 410) {
-      record = { ...base, outcome: 'gone', at, responseStatus: 410, error: 'The receiver answered 410 Gone: the endpoint is disabled.' };
-    } else {
-      const made = d.attempts + 1;
-      const status = result.kind === 'response' ? result.status : undefined;
-      const error =
-        result.kind === 'error'
-          ? result.reason
-          : status! >= 300 && status! < 400
-            ? `The receiver answered ${status} (a redirect): redirects are not followed; register the final URL.`
-            : `The receiver answered ${status}.`;
-      if (d.singleAttempt || made >= options.schedule.length) {
-        record = { ...base, outcome: 'failed', at, responseStatus: status, error };
-      } else {
-        let delay = delayBefore(made);
-        // 429 and 503 may say when to come back: never sooner than asked.
-        if (result.kind === 'response' && (status === 429 || status === 503) && result.retryAfterMs !== undefined) delay = Math.max(delay, result.retryAfterMs);
-        record = { ...base, outcome: 'retry', at, responseStatus: status, error, nextAttemptAt: clock.now() + delay };
-      }
-    }
+    const record = outcomeOf(d, result, at, clock.now(), options.schedule, (attempt) => this.delayBefore(attempt));
     counters.attempt(record.outcome, seconds);
     if (record.outcome === 'gone') counters.endpointDisabled();
     return record;
   }
 
-  /** Records what has accumulated, one transaction per batch; attempts go on meanwhile. */
-  function flushRecords(): Promise<void> {
-    if (recording) return recording;
-    if (records.length === 0) return Promise.resolve();
-    const batch = records.splice(0, records.length);
-    recording = store
-      .recordWebhookAttempts(batch)
-      .catch((err: unknown) => {
-        // Unrecorded attempts stay leased and are made again when the lease ends (same webhook-id).
-        warn(err, 'webhook worker: could not record attempts; they will be retried');
-      })
-      .finally(() => {
-        recording = undefined;
-        if (records.length > 0) void flushRecords();
-        else checkIdle();
-      });
-    return recording;
-  }
-
-  function warn(err: unknown, message: string): void {
-    if (clock.now() - lastErrorLogged > 10_000) {
-      lastErrorLogged = clock.now();
-      log.warn({ err }, message);
+  private warn(err: unknown, message: string): void {
+    const now = this.deps.clock.now();
+    if (now - this.lastErrorLogged > 10_000) {
+      this.lastErrorLogged = now;
+      this.deps.log.warn({ err }, message);
     }
   }
 
-  function checkIdle(): void {
-    if (idle && inFlight === 0 && waitingCount === 0 && !claiming && !recording && records.length === 0) idle();
+  private checkIdle(): void {
+    if (this.idle && this.slots.inFlight === 0 && this.slots.waitingCount === 0 && !this.claiming && this.recorder.idle()) this.idle();
   }
 
-  function start(d: ClaimedDelivery): void {
-    inFlight++;
-    running.set(d.endpointId, (running.get(d.endpointId) ?? 0) + 1);
-    attempt(d)
+  private begin(d: ClaimedDelivery): void {
+    this.slots.started(d);
+    this.attempt(d)
       .then(
-        (record) => {
-          records.push(record);
-          setImmediate(flushRecords);
-        },
-        (err: unknown) => warn(err, 'webhook worker: attempt failed unexpectedly; it will be retried when its lease ends'),
+        (record) => this.recorder.add(record),
+        (err: unknown) => this.warn(err, 'webhook worker: attempt failed unexpectedly; it will be retried when its lease ends'),
       )
-      .finally(() => {
-        inFlight--;
-        const left = running.get(d.endpointId)! - 1;
-        if (left === 0) running.delete(d.endpointId);
-        else running.set(d.endpointId, left);
-        const queue = waiting.get(d.endpointId);
-        const next = queue?.shift();
-        if (queue && queue.length === 0) waiting.delete(d.endpointId);
-        if (next) {
-          waitingCount--;
-          start(next);
-        }
-        // With a waiting delivery started, the endpoint is at its limit again: a claim now would
-        // skip it and scan every due job of it for nothing (per attempt: quadratic in a backlog).
-        // Other endpoints' jobs are claimed by the next poll, a wake, or an attempt with none waiting.
-        else if (!stopped) void pump();
-        checkIdle();
-      });
+      .finally(() => this.finished(d));
   }
 
-  function take(d: ClaimedDelivery): void {
-    if ((running.get(d.endpointId) ?? 0) < options.endpointConcurrency) return start(d);
-    const queue = waiting.get(d.endpointId) ?? [];
-    queue.push(d);
-    waiting.set(d.endpointId, queue);
-    waitingCount++;
+  private finished(d: ClaimedDelivery): void {
+    const next = this.slots.finished(d.endpointId);
+    // With a waiting delivery started, the endpoint is at its limit again: a claim now would
+    // skip it and scan every due job of it for nothing (per attempt: quadratic in a backlog).
+    // Other endpoints' jobs are claimed by the next poll, a wake, or an attempt with none waiting.
+    if (next) this.begin(next);
+    else if (!this.stopped) void this.pump();
+    this.checkIdle();
+  }
+
+  private room = (): number => this.deps.options.concurrency - this.slots.inFlight - this.slots.waitingCount;
+
+  /** Fans out; true when it left more to fan out. */
+  private async fanOut(): Promise<boolean> {
+    this.fanOutWanted = false;
+    this.lastFanOut = this.deps.clock.now();
+    const more = (await this.deps.webhooks.fanOut(FAN_OUT_MAX)) >= FAN_OUT_MAX;
+    if (more) this.fanOutWanted = true;
+    return more;
+  }
+
+  /** Claims as much as there is room for; true when claiming again at once may find more. */
+  private async claim(): Promise<boolean> {
+    const room = this.room();
+    if (room <= 0) return false;
+    const max = Math.min(room, CLAIM_MAX);
+    const claimed = await this.deps.webhooks.claim(this.deps.clock.now(), this.leaseMs, max, this.slots.busy());
+    for (const d of claimed) if (this.slots.take(d)) this.begin(d);
+    if (claimed.length === 0) this.lastEmptyClaim = this.deps.clock.now();
+    // Claim again at once only if an endpoint just claimed for has room left: when all are at
+    // their limit the next claim would skip them, scanning their due jobs for nothing (a poll,
+    // a wake or a finished attempt looks again soon enough for other endpoints).
+    return claimed.length === max && claimed.some((d) => this.slots.hasRoom(d.endpointId));
   }
 
   /** Fans out what is due, then claims as much as there is room for; polls again later when nothing was due. */
-  async function pump(): Promise<void> {
-    if (claiming || stopped) return;
+  private async pump(): Promise<void> {
+    if (this.claiming || this.stopped) return;
     // Fanning out does not need room here: its deliveries may go to another process.
-    const fanOutDue = fanOutWanted || clock.now() - lastFanOut >= pollMs;
-    if (!fanOutDue && options.concurrency - inFlight - waitingCount <= 0) return;
-    claiming = true;
-    let full = false;
+    const fanOutDue = this.fanOutWanted || this.deps.clock.now() - this.lastFanOut >= this.pollMs;
+    if (!fanOutDue && this.room() <= 0) return;
+    this.claiming = true;
     let more = false;
+    let full = false;
     try {
-      if (fanOutDue) {
-        fanOutWanted = false;
-        lastFanOut = clock.now();
-        more = (await store.fanOutWebhookEvents(FAN_OUT_MAX)) >= FAN_OUT_MAX;
-        if (more) fanOutWanted = true;
-      }
-      const room = options.concurrency - inFlight - waitingCount;
-      if (room > 0) {
-        const busy = [...running].filter(([, n]) => n >= options.endpointConcurrency).map(([id]) => id);
-        const max = Math.min(room, CLAIM_MAX);
-        const claimed = await store.claimWebhookDeliveries(clock.now(), leaseMs, max, busy);
-        for (const d of claimed) take(d);
-        // Claim again at once only if an endpoint just claimed for has room left: when all are at
-        // their limit the next claim would skip them, scanning their due jobs for nothing (a poll,
-        // a wake or a finished attempt looks again soon enough for other endpoints).
-        full = claimed.length === max && claimed.some((d) => (running.get(d.endpointId) ?? 0) < options.endpointConcurrency);
-        if (claimed.length === 0) lastEmptyClaim = clock.now();
-      }
+      if (fanOutDue) more = await this.fanOut();
+      full = await this.claim();
     } catch (err) {
-      warn(err, 'webhook worker: could not fan out or claim deliveries; retrying');
+      this.warn(err, 'webhook worker: could not fan out or claim deliveries; retrying');
     } finally {
-      claiming = false;
+      this.claiming = false;
     }
     // A backlog goes on at once. Changes woken for meanwhile wait a little, like wakes do, so a
     // burst of creates costs a fan-out per EMPTY_CLAIM_PAUSE_MS, not one per pump.
-    if (full || more) setImmediate(() => void pump());
-    else schedule(fanOutWanted ? EMPTY_CLAIM_PAUSE_MS : pollMs);
-    checkIdle();
+    if (full || more) setImmediate(() => void this.pump());
+    else this.schedule(this.fanOutWanted ? EMPTY_CLAIM_PAUSE_MS : this.pollMs);
+    this.checkIdle();
   }
 
-  function schedule(delay: number): void {
-    if (stopped) return;
-    clearTimeout(timer);
-    timer = setTimeout(() => void pump(), delay);
-    timer.unref();
+  private schedule(delay: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.pump(), delay);
+    this.timer.unref();
   }
+}
 
+export function createWebhookWorker(deps: WebhookWorkerDeps) {
+  const worker = new DeliveryWorker(deps);
   return {
-    start(): void {
-      stopped = false;
-      schedule(0);
-    },
-    /** Something may be due now (a change in this process, a manual retry): look soon instead of at the next poll. */
-    wake(): void {
-      // One look for a burst of changes, and fewer still while there is nothing to deliver.
-      fanOutWanted = true;
-      if (stopped || wakeTimer) return;
-      const delay = Math.max(5, lastEmptyClaim + EMPTY_CLAIM_PAUSE_MS - clock.now());
-      wakeTimer = setTimeout(() => {
-        wakeTimer = undefined;
-        void pump();
-      }, delay);
-      wakeTimer.unref();
-    },
-    /** Stops claiming and waits for the attempts in hand to finish and be recorded (SIGTERM loses nothing). */
-    async stop(): Promise<void> {
-      stopped = true;
-      clearTimeout(timer);
-      clearTimeout(wakeTimer);
-      // Deliveries still waiting for their endpoint are not attempted: their leases run out and another worker takes them.
-      waitingCount = 0;
-      waiting.clear();
-      await new Promise<void>((resolve) => {
-        idle = resolve;
-        checkIdle();
-      });
-      await flushRecords();
-    },
+    start: (): void => worker.start(),
+    wake: (): void => worker.wake(),
+    stop: (): Promise<void> => worker.stop(),
   };
 }
 

@@ -6,16 +6,17 @@ import { InvalidWebhookUrlError, NotFoundError, WebhookEndpointDisabledError, We
 import {
   type DeliveryStatus,
   EVENT_TYPES,
+  eventBit,
   type EventType,
   type NewWebhookEndpoint,
   WEBHOOK_ENDPOINTS_MAX,
   type WebhookDelivery,
   type WebhookEndpoint,
   type WebhookEndpointUpdate,
+  typesOf,
 } from '../schemas/events.js';
-import { eventBit, typesOf } from '../store/rows.js';
 import { randomBase62 } from './ids.js';
-import type { Store, StoredDelivery, StoredWebhookEndpoint, WebhookEndpointPatch } from '../store/types.js';
+import type { StoredDelivery, StoredWebhookEndpoint, WebhookEndpointPatch, WebhookRepository } from '../store/webhooks.js';
 import { newWebhookSecret } from '../webhooks/signing.js';
 import { type CursorCodec, pageBounds, pageOf, type PageRequest } from './cursor.js';
 
@@ -52,7 +53,10 @@ export function publicDelivery(d: StoredDelivery): WebhookDelivery {
 }
 
 export function createWebhookService(deps: {
-  store: Store;
+  webhooks: Pick<
+    WebhookRepository,
+    'createEndpoint' | 'getEndpoint' | 'listEndpoints' | 'updateEndpoint' | 'deleteEndpoint' | 'rotateSecret' | 'listDeliveries' | 'retryDelivery'
+  >;
   clock: Clock;
   endpointCursors: CursorCodec<string>;
   deliveryCursors: CursorCodec<DeliveryStatus>;
@@ -61,7 +65,7 @@ export function createWebhookService(deps: {
   /** Called when a delivery is due now (the app wakes its worker). */
   due?: () => void;
 }) {
-  const { store, clock, endpointCursors, deliveryCursors, checkUrl } = deps;
+  const { webhooks, clock, endpointCursors, deliveryCursors, checkUrl } = deps;
   const now = () => new Date(clock.now()).toISOString();
   const notFound = (id: string) => new NotFoundError(`No webhook endpoint with id ${id}. List yours with GET /v1/webhook-endpoints.`);
   const checked = (url: string) => {
@@ -70,7 +74,7 @@ export function createWebhookService(deps: {
     return url;
   };
   const endpointOf = async (accountId: string, id: string) => {
-    const endpoint = await store.getWebhookEndpoint(accountId, id);
+    const endpoint = await webhooks.getEndpoint(accountId, id);
     if (!endpoint) throw notFound(id);
     return endpoint;
   };
@@ -78,7 +82,7 @@ export function createWebhookService(deps: {
   return {
     async create(accountId: string, input: NewWebhookEndpoint): Promise<WebhookEndpoint & { secret: string }> {
       const secret = newWebhookSecret();
-      const created = await store.createWebhookEndpoint(
+      const created = await webhooks.createEndpoint(
         accountId,
         { id: `we_${randomBase62(24)}`, url: checked(input.url), eventMask: maskOf(input.eventTypes), description: input.description, secret, createdAt: now() },
         WEBHOOK_ENDPOINTS_MAX,
@@ -94,7 +98,7 @@ export function createWebhookService(deps: {
     async list(accountId: string, page: { limit: number; cursor?: string | undefined }) {
       const request = { limit: page.limit, status: undefined, cursor: page.cursor };
       const { afterId, limit } = pageBounds(endpointCursors, accountId, request);
-      const rows = await store.listWebhookEndpoints({ accountId, limit, afterSeq: afterId });
+      const rows = await webhooks.listEndpoints({ accountId, limit, afterSeq: afterId });
       const { items, nextCursor } = pageOf(endpointCursors, accountId, request, rows, (e) => e.seq);
       return { endpoints: items.map(publicEndpoint), nextCursor };
     },
@@ -105,26 +109,26 @@ export function createWebhookService(deps: {
       if (update.eventTypes !== undefined) patch.eventMask = maskOf(update.eventTypes);
       if (update.description !== undefined) patch.description = update.description;
       if (update.disabled !== undefined) patch.disabled = update.disabled;
-      const updated = await store.updateWebhookEndpoint(accountId, id, patch);
+      const updated = await webhooks.updateEndpoint(accountId, id, patch);
       if (!updated) throw notFound(id);
       return publicEndpoint(updated);
     },
 
     async remove(accountId: string, id: string): Promise<void> {
-      if (!(await store.deleteWebhookEndpoint(accountId, id))) throw notFound(id);
+      if (!(await webhooks.deleteEndpoint(accountId, id))) throw notFound(id);
     },
 
     async rotateSecret(accountId: string, id: string): Promise<{ secret: string; previousSecretExpiresAt: string }> {
       const secret = newWebhookSecret();
       const expires = clock.now() + deps.secretOverlapSeconds * 1000;
-      if (!(await store.rotateWebhookSecret(accountId, id, secret, expires))) throw notFound(id);
+      if (!(await webhooks.rotateSecret(accountId, id, secret, expires))) throw notFound(id);
       return { secret, previousSecretExpiresAt: new Date(expires).toISOString() };
     },
 
     async deliveries(accountId: string, endpointId: string, page: PageRequest<DeliveryStatus>) {
       await endpointOf(accountId, endpointId);
       const { afterId, limit } = pageBounds(deliveryCursors, accountId, page);
-      const rows = await store.listWebhookDeliveries({ accountId, endpointId, limit, status: page.status, afterSeq: afterId });
+      const rows = await webhooks.listDeliveries({ accountId, endpointId, limit, status: page.status, afterSeq: afterId });
       const { items, nextCursor } = pageOf(deliveryCursors, accountId, page, rows, (d) => d.eventSeq);
       return { deliveries: items.map(publicDelivery), nextCursor };
     },
@@ -132,7 +136,7 @@ export function createWebhookService(deps: {
     async retryDelivery(accountId: string, endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
       const endpoint = await endpointOf(accountId, endpointId);
       if (endpoint.disabled) throw new WebhookEndpointDisabledError(endpointId);
-      const delivery = await store.retryWebhookDelivery(accountId, endpointId, deliveryId, clock.now());
+      const delivery = await webhooks.retryDelivery(accountId, endpointId, deliveryId, clock.now());
       if (!delivery) throw new NotFoundError(`No delivery with id ${deliveryId} for endpoint ${endpointId}. List them with GET /v1/webhook-endpoints/${endpointId}/deliveries.`);
       deps.due?.();
       return publicDelivery(delivery);

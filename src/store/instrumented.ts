@@ -5,23 +5,6 @@ import type { Store } from './types.js';
 /** Returns the recorder for one operation (bound once, so the hot path does no label lookup). */
 type Observer = (operation: string) => (seconds: number) => void;
 
-const TIMED = [
-  'listEvents',
-  'getEvent',
-  'pruneEvents',
-  'createWebhookEndpoint',
-  'getWebhookEndpoint',
-  'listWebhookEndpoints',
-  'updateWebhookEndpoint',
-  'deleteWebhookEndpoint',
-  'rotateWebhookSecret',
-  'listWebhookDeliveries',
-  'retryWebhookDelivery',
-  'fanOutWebhookEvents',
-  'claimWebhookDeliveries',
-  'recordWebhookAttempts',
-  'webhookStats',
-] as const satisfies ReadonlyArray<keyof Store>;
 
 /** The operation label of each repository method (the store's former method names, which dashboards know). */
 const LABELS = {
@@ -39,10 +22,25 @@ const LABELS = {
     release: 'releaseIdempotencyKey',
     purge: 'purgeIdempotencyKeys',
   },
-  events: { append: 'appendEvents' },
   orders: { get: 'getOrder', list: 'listOrders' },
   messages: { get: 'getMessage', getBySeq: 'getMessageBySeq', list: 'listMessages', queueStats: 'messageQueueStats' },
   jobs: { claim: 'claimJobs', retry: 'retryJob' },
+  // append runs inside another operation's transaction.
+  eventLog: { append: 'appendEvents', list: 'listEvents', get: 'getEvent', prune: 'pruneEvents' },
+  webhooks: {
+    createEndpoint: 'createWebhookEndpoint',
+    getEndpoint: 'getWebhookEndpoint',
+    listEndpoints: 'listWebhookEndpoints',
+    updateEndpoint: 'updateWebhookEndpoint',
+    deleteEndpoint: 'deleteWebhookEndpoint',
+    rotateSecret: 'rotateWebhookSecret',
+    listDeliveries: 'listWebhookDeliveries',
+    retryDelivery: 'retryWebhookDelivery',
+    fanOut: 'fanOutWebhookEvents',
+    claim: 'claimWebhookDeliveries',
+    record: 'recordWebhookAttempts',
+    stats: 'webhookStats',
+  },
 } as const;
 
 /** Times a service's transaction under its operation name (placeOrder, enqueueMessage…). */
@@ -88,8 +86,6 @@ function timeRepository<T extends object>(repository: T, labels: Partial<Record<
 }
 
 export function instrumentStore(store: Store, observer: Observer): Store {
-  const flat = {} as Record<(typeof TIMED)[number], unknown>;
-  for (const name of TIMED) flat[name] = timeCall((...args) => (store[name] as Method)(...args), observer(name));
   return {
     ...store,
     settings: timeRepository(store.settings, LABELS.settings, observer),
@@ -97,12 +93,12 @@ export function instrumentStore(store: Store, observer: Observer): Store {
     apiKeys: timeRepository(store.apiKeys, LABELS.apiKeys, observer),
     pets: timeRepository(store.pets, LABELS.pets, observer),
     idempotency: timeRepository(store.idempotency, LABELS.idempotency, observer),
-    events: timeRepository(store.events, LABELS.events, observer),
+    events: timeRepository(store.events, LABELS.eventLog, observer),
+    webhooks: timeRepository(store.webhooks, LABELS.webhooks, observer),
     orders: timeRepository(store.orders, LABELS.orders, observer),
     messages: timeRepository(store.messages, LABELS.messages, observer),
     jobs: timeRepository(store.jobs, LABELS.jobs, observer),
     ping: timeCall(() => store.ping(), observer('ping')) as Store['ping'],
     poolStats: () => store.poolStats?.() ?? { total: 0, idle: 0, waiting: 0 },
-    ...(flat as Pick<Store, (typeof TIMED)[number]>),
   };
 }

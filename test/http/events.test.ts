@@ -209,7 +209,7 @@ for (const backend of backends) {
       await app.request('POST', '/v1/pets', { key: owner.key, body: { name: 'Old', categoryId: 1 } });
       await hook.waitFor(1);
       // A pending delivery (next attempt in an hour) with its job.
-      await eventually(async () => ((await app.store.webhookStats()).pending === 1 ? true : undefined));
+      await eventually(async () => ((await app.store.webhooks.stats()).pending === 1 ? true : undefined));
       const cutoff = Date.now() + 10;
       await new Promise((resolve) => setTimeout(resolve, 20));
       const young = await app.request('POST', '/v1/pets', { key: owner.key, body: { name: 'Young', categoryId: 1 } });
@@ -222,8 +222,8 @@ for (const backend of backends) {
       assert.deepEqual(left.map((e) => e.data.object.name), ['Young']);
       const deliveries = (await app.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries`, { key: owner.key })).body as unknown[];
       assert.equal(deliveries.length, 1);
-      assert.equal((await app.store.webhookStats()).pending, 1);
-      assert.deepEqual(await app.store.claimWebhookDeliveries(Date.now() + 7_200_000, 1000, 10, []).then((c) => c.map((d) => d.event.data.includes('Young'))), [true], 'the pruned delivery\'s job is gone');
+      assert.equal((await app.store.webhooks.stats()).pending, 1);
+      assert.deepEqual(await app.store.webhooks.claim(Date.now() + 7_200_000, 1000, 10, []).then((c) => c.map((d) => d.event.data.includes('Young'))), [true], 'the pruned delivery\'s job is gone');
     });
   });
 }

@@ -18,11 +18,11 @@ describe('listing deliveries by status', { concurrency: true }, () => {
       const { id } = endpoint.body as { id: string };
       for (const name of ['Rex', 'Tom']) assert.equal((await app.request('POST', '/v1/pets', { key, body: { name, categoryId: 1 } })).status, 201);
       // The worker being off, the backlog is two events not fanned out yet; the test fans them out itself.
-      const before = await app.store.webhookStats();
+      const before = await app.store.webhooks.stats();
       assert.equal(before.pending, 2, 'events past the cursor count as pending');
       assert.ok(before.oldestCreatedAt && Date.now() - Date.parse(before.oldestCreatedAt) < 60_000, `oldest pending: ${before.oldestCreatedAt}`);
-      assert.equal(await app.store.fanOutWebhookEvents(1000), 2);
-      assert.deepEqual(await app.store.webhookStats(), before, 'the same backlog, now as deliveries with jobs');
+      assert.equal(await app.store.webhooks.fanOut(1000), 2);
+      assert.deepEqual(await app.store.webhooks.stats(), before, 'the same backlog, now as deliveries with jobs');
       for (const [status, count] of [['pending', 2], ['succeeded', 0], ['failed', 0]] as const) {
         const res = await app.request('GET', `/v1/webhook-endpoints/${id}/deliveries?status=${status}`, { key });
         assert.equal(res.status, 200, `status=${status}: ${res.text}`);

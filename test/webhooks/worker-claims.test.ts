@@ -7,7 +7,7 @@ import { it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import { createWebhookWorker, type Send } from '../../src/services/webhook-worker.js';
-import type { AttemptRecord, ClaimedDelivery, Store } from '../../src/store/types.js';
+import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../../src/store/webhooks.js';
 
 const BACKLOG = 2000;
 const ENDPOINT_LIMIT = 16;
@@ -22,11 +22,11 @@ it('when one endpoint has a backlog, then every event is attempted once and clai
     disabled: false, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3xRhQ0k5Dj0=', previousSecret: undefined, previousSecretExpiresAt: undefined,
     event: { seq, id: `evt_${seq}`, type: 'pet.created', createdAt: '2026-11-23T12:00:00.000Z', data: '{}' },
   });
-  const store = {
-    async fanOutWebhookEvents() {
+  const webhooks: Pick<WebhookRepository, 'fanOut' | 'claim' | 'record'> = {
+    async fanOut() {
       return 0;
     },
-    async claimWebhookDeliveries(_now: number, _leaseMs: number, max: number, busy: readonly string[]) {
+    async claim(_now: number, _leaseMs: number, max: number, busy: readonly string[]) {
       claims++;
       // The endpoint skipped: the stores walk all its due jobs to find none.
       if (busy.includes('we_1')) {
@@ -35,17 +35,17 @@ it('when one endpoint has a backlog, then every event is attempted once and clai
       }
       return due.splice(0, max).map(delivery);
     },
-    async recordWebhookAttempts(records: readonly AttemptRecord[]) {
+    async record(records: readonly AttemptRecord[]) {
       recorded.push(...records);
     },
-  } as unknown as Store;
+  };
   // Answers on a later turn, like a fast receiver.
   const send: Send = async () => {
     await new Promise((resolve) => setImmediate(resolve));
     return { kind: 'response', status: 204 };
   };
   const worker = createWebhookWorker({
-    store,
+    webhooks,
     clock: { now: () => Date.now() },
     log: { warn: () => {} } as unknown as FastifyBaseLogger,
     send,

@@ -229,7 +229,7 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: S
   let webhooksRead: Promise<void> | undefined;
   const readWebhooks = () =>
     (webhooksRead ??= store
-      .webhookStats()
+      .webhooks.stats()
       .then(
         (stats) => {
           webhooks.pending = stats.pending;

@@ -1,80 +1,77 @@
-// The event log on PostgreSQL. Events are written by the transactions that make the changes
-// (the transactional outbox), in one statement: the account's counter (its row lock orders
-// the account's events by commit) and the events. A rolled-back change takes them with it.
-// Webhook deliveries are made from the log afterwards, by the worker's fan-out (webhooks.ts).
-import { EVENT_COLUMNS, eventIn, eventPage, type EventRow, eventIdSeq, LEGACY_EVENT_ID, randomHex20, runOf, typesOf } from '../rows.js';
-import type { EventRepository, ListEventsStoreQuery } from '../types.js';
-import type { PostgresContext, PostgresEventWriter } from './context.js';
+// The event log on PostgreSQL: its SQL. Events are appended by the transactions that make the
+// changes (the transactional outbox), in one statement: the account's counter (its row lock
+// orders the account's events by commit) and the events. A rolled-back change takes them with
+// it. Rows and runs are encoded and decoded in ../event-log.ts.
+import type { Sql, SqlDatabase } from '../core/sql.js';
+import { EVENT_COLUMNS, eventRepository, type EventRow, LEGACY_EVENT_ID, randomHex20, runOf } from '../event-log.js';
+import type { EventRepository, NewEvent } from '../events.js';
 
 /**
- * SQL for the id of the event with sequence `seq`, as eventId() (rows.ts) makes it, its random
- * digits (`random`) drawn by randomHex20() in the service: gen_random_uuid() and the string
- * work to trim it cost PostgreSQL ~3 µs per event, inside the batch that holds the account's lock.
+ * SQL for the id of the event with sequence `seq`, as eventId() (event-log.ts) makes it, its
+ * random digits (`random`) drawn in the process: gen_random_uuid() and the string work to trim
+ * it would cost PostgreSQL several µs per event, inside the batch that holds the account's lock.
  */
 export const eventIdSql = (seq: string, random: string) => `'evt_' || lpad(to_hex(${seq}), 12, '0') || ${random}`;
 
-const writeSql = `
+/**
+ * SQL of a group commit's CTE that inserts each account's pet.created run as one row. `next`
+ * names a relation with, per account: account_id, event_base (its last event seq before),
+ * n (its pets) and base (its last pet id before); `$p`…`$p+4` are petRunParams' arrays (event-log.ts).
+ */
+export const petRunsInsertSql = (next: string, p: number) => `
+      INSERT INTO events (account_id, seq, span, id, more_ids, type, created_at, data)
+      SELECT n.account_id, n.event_base + 1, n.n, ${eventIdSql('n.event_base + 1', 'r.first_random')}, NULLIF(r.more_ids, ''), 'pet.created', r.created_at,
+        '{"firstPetId":' || (n.base + 1) || r.data
+      FROM ${next} n JOIN unnest($${p}::text[], $${p + 1}::text[], $${p + 2}::text[], $${p + 3}::timestamptz[], $${p + 4}::text[]) AS r(account_id, first_random, more_ids, created_at, data)
+        ON r.account_id = n.account_id`;
+
+const APPEND_SQL = `
   WITH next AS (UPDATE accounts SET last_event_seq = last_event_seq + $2 WHERE id = $1 RETURNING last_event_seq - $2 AS base)
   INSERT INTO events (account_id, seq, id, type, created_at, data)
   SELECT $1, next.base + t.ord, ${eventIdSql('next.base + t.ord', 't.random')}, t.type, $3, t.data
   FROM next, unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS t(type, data, random, ord)`;
 
-export function createPostgresEventWriter(enabled: boolean): PostgresEventWriter {
-  if (!enabled) return async () => {};
-  return async (client, accountId, events, createdAt) => {
-    if (events.length === 0) return;
-    const { rowCount } = await client.query(writeSql, [accountId, events.length, createdAt, events.map((e) => e.type), events.map((e) => e.data), events.map(randomHex20)]);
-    if (rowCount !== events.length) throw new Error(`no account ${accountId}: events not written`);
-  };
-}
+const appendParams = (accountId: string, events: readonly NewEvent[], createdAt: string) => [
+  accountId, events.length, createdAt, events.map((e) => e.type), events.map((e) => e.data), events.map(randomHex20),
+];
 
-export function createPostgresEvents({ query }: PostgresContext): EventRepository {
-  return {
-    async listEvents({ accountId, limit, typeMask, afterSeq = 0 }: ListEventsStoreQuery) {
-      // From the row holding the first event after afterSeq (rows hold runs: EventRow); each
-      // row holds at least one event to show, so `limit` rows fill the page.
-      const after = Math.floor(afterSeq);
+const appended = (accountId: string, rows: number | null, events: readonly NewEvent[]) => {
+  if (rows !== events.length) throw new Error(`no account ${accountId}: events not written`);
+};
+
+// Per account, its events before the first one young enough to keep (found by walking the key
+// from the oldest) go; deliveries through their endpoints' keys, events through theirs (jobs are
+// few: pending only).
+const PRUNE_SQL = `
+  WITH old AS (
+    SELECT a.id AS account_id,
+           COALESCE((SELECT e.seq FROM events e WHERE e.account_id = a.id AND e.created_at >= $1 ORDER BY e.seq LIMIT 1) - 1, a.last_event_seq) AS upto
+    FROM accounts a
+    WHERE a.last_event_seq > 0 AND (SELECT e.created_at FROM events e WHERE e.account_id = a.id ORDER BY e.seq LIMIT 1) < $1
+  ),
+  deliveries_gone AS (
+    DELETE FROM webhook_deliveries d USING old, webhook_endpoints w
+    WHERE w.account_id = old.account_id AND d.endpoint_id = w.id AND d.event_seq <= old.upto
+  ),
+  jobs_gone AS (DELETE FROM jobs j USING old WHERE j.kind = 'webhook.deliver' AND j.account_id = old.account_id AND j.ref <= old.upto),
+  gone AS (DELETE FROM events e USING old WHERE e.account_id = old.account_id AND e.seq <= old.upto RETURNING e.span)
+  SELECT COALESCE(sum(span), 0)::int AS n FROM gone`;
+
+/** `enabled` false: nothing is appended (events are off). */
+export function createPostgresEvents(db: SqlDatabase, enabled: boolean): EventRepository {
+  return eventRepository({
+    async append(tx: Sql, accountId, events, createdAt) {
+      if (!enabled || events.length === 0) return;
+      appended(accountId, await tx.run(APPEND_SQL, appendParams(accountId, events, createdAt)), events);
+    },
+    rowsFrom: (accountId, after, limit, types) => {
       const from = `seq >= COALESCE(${runOf('$1', '$2::bigint + 1')}, 0)`;
-      const rows =
-        typeMask === undefined
-          ? await query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = $1 AND ${from} ORDER BY seq LIMIT $3`, [accountId, after, limit])
-          : await query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = $1 AND ${from} AND type = ANY($3::text[]) ORDER BY seq LIMIT $4`, [
-              accountId, after, typesOf(typeMask), limit,
-            ]);
-      return eventPage(rows, after, limit);
+      return types === undefined
+        ? db.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = $1 AND ${from} ORDER BY seq LIMIT $3`, [accountId, after, limit])
+        : db.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = $1 AND ${from} AND type = ANY($3::text[]) ORDER BY seq LIMIT $4`, [accountId, after, types, limit]);
     },
-
-    async getEvent(accountId, id) {
-      const seq = eventIdSeq(id);
-      if (seq === undefined) {
-        const [row] = await query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = $1 AND account_id = $2 AND ${LEGACY_EVENT_ID}`, [id, accountId]);
-        return row && eventIn(row, row.seq);
-      }
-      const [row] = await query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = $1 AND seq = ${runOf('$1', '$2::bigint')}`, [accountId, seq]);
-      const event = row && eventIn(row, seq);
-      return event?.id === id ? event : undefined;
-    },
-
-    async pruneEvents(before) {
-      // Deliveries go through their endpoints' keys, events through theirs (jobs are few: pending only).
-      const [row] = await query<{ n: number }>(
-        // Per account, its events before the first one young enough to keep (found by walking the key from the oldest).
-        `WITH old AS (
-           SELECT a.id AS account_id,
-                  COALESCE((SELECT e.seq FROM events e WHERE e.account_id = a.id AND e.created_at >= $1 ORDER BY e.seq LIMIT 1) - 1, a.last_event_seq) AS upto
-           FROM accounts a
-           WHERE a.last_event_seq > 0 AND (SELECT e.created_at FROM events e WHERE e.account_id = a.id ORDER BY e.seq LIMIT 1) < $1
-         ),
-              deliveries_gone AS (
-                DELETE FROM webhook_deliveries d USING old, webhook_endpoints w
-                WHERE w.account_id = old.account_id AND d.endpoint_id = w.id AND d.event_seq <= old.upto
-              ),
-              jobs_gone AS (DELETE FROM jobs j USING old WHERE j.kind = 'webhook.deliver' AND j.account_id = old.account_id AND j.ref <= old.upto),
-              gone AS (DELETE FROM events e USING old WHERE e.account_id = old.account_id AND e.seq <= old.upto RETURNING e.span)
-         SELECT COALESCE(sum(span), 0)::int AS n FROM gone`,
-        [before],
-      );
-      return row!.n;
-    },
-  };
+    rowHolding: (accountId, seq) => db.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE account_id = $1 AND seq = ${runOf('$1', '$2::bigint')}`, [accountId, seq]),
+    legacyRow: (accountId, id) => db.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = $1 AND account_id = $2 AND ${LEGACY_EVENT_ID}`, [id, accountId]),
+    prune: async (before) => (await db.get<{ n: number }>(PRUNE_SQL, [before]))!.n,
+  });
 }

@@ -4,10 +4,10 @@
 // with events on, each account's pet.created events as one row of the log (a run): one round
 // trip and one commit for the whole batch.
 import type { Pet } from '../../schemas/index.js';
-import { type PetBackend, type PetCreate, toPet } from '../pets.js';
-import { petRunData, randomHex20, randomHex20s } from '../rows.js';
+import { type PetBackend, toPet } from '../pets.js';
+import { petRunParams } from '../event-log.js';
 import type { PostgresDatabase } from './driver.js';
-import { eventIdSql } from './events.js';
+import { petRunsInsertSql } from './events.js';
 
 const INPUT = `
   input AS (
@@ -33,14 +33,7 @@ const WITH_EVENTS = `
     RETURNING a.id AS account_id, a.last_pet_id - c.n AS base, a.last_event_seq - c.n AS event_base, c.n
   ),
   ${INSERTED},
-  ev AS (
-    -- The service built each account's row but for the numbers only this statement knows.
-    INSERT INTO events (account_id, seq, span, id, more_ids, type, created_at, data)
-    SELECT n.account_id, n.event_base + 1, n.n, ${eventIdSql('n.event_base + 1', 'r.first_random')}, NULLIF(r.more_ids, ''), 'pet.created', r.created_at,
-      '{"firstPetId":' || (n.base + 1) || r.data
-    FROM next n JOIN unnest($6::text[], $7::text[], $8::text[], $9::timestamptz[], $10::text[]) AS r(account_id, first_random, more_ids, created_at, data)
-      ON r.account_id = n.account_id
-  )
+  ev AS (${petRunsInsertSql('next', 6)})
   ${RESULT}`;
 
 const WITHOUT_EVENTS = `
@@ -51,25 +44,6 @@ const WITHOUT_EVENTS = `
   ),
   ${INSERTED}
   ${RESULT}`;
-
-/** The batch's pet.created rows, one per account (its pets in call order): ev's parameters. */
-function petRunParams(batch: readonly PetCreate[]): unknown[] {
-  const runs = new Map<string, PetCreate[]>();
-  for (const item of batch) {
-    const run = runs.get(item.accountId);
-    if (run) run.push(item);
-    else runs.set(item.accountId, [item]);
-  }
-  const columns: [string[], string[], string[], string[], string[]] = [[], [], [], [], []];
-  for (const [accountId, run] of runs) {
-    columns[0].push(accountId);
-    columns[1].push(randomHex20());
-    columns[2].push(randomHex20s(run.length - 1));
-    columns[3].push(run[0]!.createdAt);
-    columns[4].push(petRunData(run.map((item) => item.pet)));
-  }
-  return columns;
-}
 
 export function postgresPetBatches(db: PostgresDatabase, events: boolean): PetBackend {
   return {

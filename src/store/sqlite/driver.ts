@@ -82,9 +82,6 @@ export function openSqlite(url: string): SqliteDatabase {
   // again in the same step it goes on in (`while`, not `if`): a transaction begun by another
   // waiter meanwhile would otherwise be joined.
   let busy: Promise<void> | undefined;
-  const idle = async () => {
-    while (busy) await busy;
-  };
   /** Waits for an open transaction, then runs `call`; SQLite's "cannot serve" errors become StoreUnavailableError. */
   const guarded = async <T>(call: () => T): Promise<T> => {
     while (busy) await busy;
@@ -136,7 +133,7 @@ export function openSqlite(url: string): SqliteDatabase {
     transaction,
     ping: () => guarded(() => void statement('SELECT 1').get()),
     close: async () => {
-      await idle();
+      while (busy) await busy;
       statements.clear();
       arrays.clear();
       if (db.open) db.close();
