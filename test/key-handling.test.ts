@@ -308,13 +308,21 @@ describe('checksum before lookup', () => {
     const app = await startApp(t);
     const { key, accountId } = await app.createAccount();
     const seen: string[] = [];
-    const store = app.store as unknown as Record<string, unknown>;
-    for (const name of ['findApiKeyByHash', 'createApiKey', 'listApiKeys', 'revokeApiKey', 'getAccount', 'createPet', 'getPet', 'listPets', 'claimIdempotencyKey', 'createPetWithIdempotencyKey']) {
-      const original = store[name];
+    // Every repository method a request can reach with key material at hand, under the store's former names.
+    const calls: Array<[keyof Store, string, string]> = [
+      ['apiKeys', 'findByHash', 'findApiKeyByHash'], ['apiKeys', 'create', 'createApiKey'], ['apiKeys', 'list', 'listApiKeys'],
+      ['apiKeys', 'revoke', 'revokeApiKey'], ['accounts', 'get', 'getAccount'], ['pets', 'create', 'createPet'], ['pets', 'get', 'getPet'],
+      ['pets', 'list', 'listPets'], ['pets', 'insert', 'insertPet'], ['idempotency', 'insertClaim', 'insertIdempotencyClaim'],
+      ['idempotency', 'lock', 'lockIdempotencyKey'], ['idempotency', 'complete', 'completeIdempotencyKey'], ['events', 'append', 'appendEvents'],
+    ];
+    for (const [repository, method, name] of calls) {
+      const target = app.store[repository] as unknown as Record<string, unknown>;
+      const original = target[method];
       if (typeof original !== 'function') continue;
-      store[name] = async (...args: unknown[]) => {
-        seen.push(`${name} ${JSON.stringify(args)}`);
-        return (original as (...a: unknown[]) => Promise<unknown>).apply(app.store, args);
+      target[method] = async (...args: unknown[]) => {
+        // A transaction handle is not an argument worth printing.
+        seen.push(`${name} ${JSON.stringify(args.filter((arg) => typeof arg !== 'object' || arg === null || !('run' in arg)))}`);
+        return (original as (...a: unknown[]) => Promise<unknown>).apply(target, args);
       };
     }
     const created = await app.services.apiKeys.create(accountId);
