@@ -28,8 +28,7 @@ export const scrubSecrets = (line: string) =>
  * which writes them (with whatever queued behind) when its previous write completes. So under
  * load one write carries many lines, and the event loop never waits on stdout. Per turn rather
  * than per line: sonic-boom starts a write (a thread-pool hop) for the first line it gets while
- * idle, which made most writes carry one or two lines; `node --import tsx bench/log-line.ts`
- * measured 4.4-4.9 µs of CPU per line that way and 3.1-3.2 µs batched per turn.
+ * idle, which made most writes carry one or two lines (bench/log-line.ts; docs/performance.md).
  * On a clean exit and on SIGTERM/SIGINT (server.ts) the queue is flushed first; on process
  * 'exit' the turn's lines and the queue are written synchronously. kill -9 loses the lines
  * still queued: at most those of the last moments (one turn's and one write's worth).

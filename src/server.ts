@@ -39,17 +39,13 @@ export async function prepareSchema(database: Pick<DatabaseConfig, 'migrateOnSta
  * V8's allocation-site pretenuring, off for the serving process. It watches object and array
  * literals and, when one site's objects are all still alive at a few scavenges, allocates that
  * site's objects straight in the old generation from then on, for good. A slow sequential
- * client (the bench's 5 000-page cursor walk: one request at a time) is enough to tenure two
- * sites of the request path (code in fastPath and processImmediate deoptimized for it); after
- * that every request leaves its objects in the old generation and keeps the young objects they
- * point to alive: list20 then promoted 1.1 MB per scavenge (none before), scavenges took
- * 4-7 ms instead of 1 ms, mark-compacts ran every few seconds and peak RSS went from 132 to
- * 210 MB. Request objects here never outlive their request, so the heuristic can only be
- * wrong for us. Set before any request code is optimized; a flag V8 only reads when it
- * allocates or compiles, so setting it at run time is safe.
+ * client (one request at a time) is enough to tenure sites of the request path; after that
+ * every request leaves its objects in the old generation, and scavenges, mark-compacts and
+ * RSS all grow (docs/performance.md). Request objects here never outlive their request, so
+ * the heuristic can only be wrong for us. Set before any request code is optimized; a flag V8
+ * only reads when it allocates or compiles, so setting it at run time is safe.
  * PostgreSQL only: on SQLite, whose read cache holds long-lived pets and pages, the same flag
- * made the shipped defaults (log level info) slower: `npm run bench -- --only defaults` lost
- * 20-36 % at info against warn with it (three runs) and 6-22 % without (two), alternated.
+ * made the shipped defaults slower.
  */
 function disablePretenuring(): void {
   v8.setFlagsFromString('--no-allocation-site-pretenuring');

@@ -30,7 +30,7 @@ export function bearerToken(header: string | undefined): string {
 }
 
 // Callback style, not async: a key verified moments ago is answered from the cache with no
-// promise or microtask at all, which is most requests (see issue 5's profile).
+// promise or microtask at all, which is most requests.
 export function createAuthHook(apiKeys: ApiKeyService) {
   return function authenticate(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
     // Authenticated answers are per account: never cache them anywhere.

@@ -1,7 +1,7 @@
 // A Prometheus histogram for the per-request hot path. prom-client's Histogram hashes the
-// label set and turns the bucket bound into a property name on every observe(), which the
-// issue-5 profile showed as several µs per request; here a series is bound once and an
-// observation is an array increment. It plugs into prom-client's Registry (and the cluster
+// label set and turns the bucket bound into a property name on every observe(), a cost paid
+// on every request (docs/performance.md); here a series is bound once and an observation is
+// an array increment. It plugs into prom-client's Registry (and the cluster
 // AggregatorRegistry, which sums workers' values) through the same get() contract.
 import type { MetricObjectWithValues, MetricValueWithName, Registry } from 'prom-client';
 

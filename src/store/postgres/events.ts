@@ -9,7 +9,7 @@ import type { EventRepository, NewEvent } from '../events.js';
 /**
  * SQL for the id of the event with sequence `seq`, as eventId() (event-log.ts) makes it, its
  * random digits (`random`) drawn in the process: gen_random_uuid() and the string work to trim
- * it would cost PostgreSQL several µs per event, inside the batch that holds the account's lock.
+ * it would cost PostgreSQL time per event inside the batch that holds the account's lock.
  */
 export const eventIdSql = (seq: string, random: string) => `'evt_' || lpad(to_hex(${seq}), 12, '0') || ${random}`;
 
