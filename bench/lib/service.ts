@@ -34,6 +34,10 @@ export async function createPostgresDatabase(adminUrl: string): Promise<BenchDat
 }
 
 /** The service's environment: only our PETSTORE_* settings (a developer's shell must not change what is measured). */
+/** PETSTORE_BENCH_SERVICE_SETTINGS="PETSTORE_FAST_PATH=false,…": settings for the measured service (say, a path off). */
+const extraSettings = (): NodeJS.ProcessEnv =>
+  Object.fromEntries((process.env.PETSTORE_BENCH_SERVICE_SETTINGS ?? '').split(',').filter((pair) => pair.includes('=')).map((pair) => pair.split('=', 2) as [string, string]));
+
 export function serviceEnv(port: number, databaseUrl: string, settings: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PETSTORE_')));
   return {
@@ -46,5 +50,6 @@ export function serviceEnv(port: number, databaseUrl: string, settings: NodeJS.P
     PETSTORE_RATE_LIMIT_PER_SECOND: '1000000',
     PETSTORE_RATE_LIMIT_BURST: '1000000',
     ...settings,
+    ...extraSettings(),
   };
 }
