@@ -168,7 +168,7 @@ describe('webhook deliveries across process deaths', { concurrency: 3 }, () => {
     });
     const { endpoint } = await backlog(fixture, receiver, 300);
     const started = Date.now();
-    const cluster = await startServerProcess({ ...fixture.env, ...WEBHOOK_ENV }, ['--workers', '2'], { timeoutMs: 30_000 });
+    const cluster = await startServerProcess({ ...fixture.env, ...WEBHOOK_ENV }, ['--workers', '2']);
     stop = () => cluster.stop('SIGKILL');
     await drained(cluster.url, fixture.key, endpoint.id, 300, 50_000);
     const took = Date.now() - started;

@@ -86,7 +86,7 @@ describe('petstore serve --workers', { concurrency: 2 }, () => {
       test(`when ${label}, then petstore exits 2 with the reason on stderr and starts nothing`, { timeout: 30_000 }, async (t) => {
         const database = await sqliteBackend.createDatabase();
         t.after(() => database.drop());
-        const result = await cli(args, { PETSTORE_DATABASE_URL: database.url, PORT: '0' }, { timeoutMs: 15_000 });
+        const result = await cli(args, { PETSTORE_DATABASE_URL: database.url, PORT: '0' }, { timeoutMs: 30_000 });
         assert.equal(result.code, 2, result.stderr);
         assert.match(result.stderr, message);
         assert.equal(result.stdout, '');
@@ -94,7 +94,7 @@ describe('petstore serve --workers', { concurrency: 2 }, () => {
     }
 
     test('when --workers 2 is asked for an in-memory SQLite database, then it exits 2 (workers could not share it)', { timeout: 30_000 }, async () => {
-      const result = await cli(['serve', '--workers', '2'], { PETSTORE_DATABASE_URL: ':memory:', PORT: '0' }, { timeoutMs: 15_000 });
+      const result = await cli(['serve', '--workers', '2'], { PETSTORE_DATABASE_URL: ':memory:', PORT: '0' }, { timeoutMs: 30_000 });
       assert.equal(result.code, 2, result.stderr);
       assert.match(result.stderr, /in-memory SQLite database/);
     });
@@ -153,7 +153,7 @@ describe('petstore serve --workers', { concurrency: 2 }, () => {
       });
 
       if (backend.name === 'postgres') {
-        test('when the migration lock is taken as soon as the primary starts forking, then the workers still start (they do not migrate)', { timeout: 40_000 }, async (t) => {
+        test('when the migration lock is taken as soon as the primary starts forking, then the workers still start (they do not migrate)', { timeout: 90_000 }, async (t) => {
           const fresh = await backend.createDatabase();
           const holder = new pg.Client({ connectionString: fresh.url });
           holder.on('error', () => undefined);
@@ -232,7 +232,7 @@ describe('petstore serve --workers', { concurrency: 2 }, () => {
       assert.equal(await server.stop('SIGTERM'), 0);
     });
 
-    test('when the primary gets SIGTERM with a request in flight, then that request completes, new connections are refused and it exits 0', { timeout: 40_000 }, async (t) => {
+    test('when the primary gets SIGTERM with a request in flight, then that request completes, new connections are refused and it exits 0', { timeout: 90_000 }, async (t) => {
       const database = await sqliteBackend.createDatabase();
       t.after(() => database.drop());
       const server = await startCluster(t, database);

@@ -105,6 +105,11 @@ function parseLines(text: string): LogLine[] {
   return lines;
 }
 
+// Generous: a start is ~1.5 s alone, but 8 s for a 2-worker cluster beside three busy cores'
+// worth of other suites (CI runs four test files at once on 2 cores). Not a speed assertion.
+const START_MS = 20_000;
+const CLUSTER_START_MS = 60_000;
+
 /** Starts `petstore serve` (or `worker`) on a free port and resolves once it listens (with --workers N, once all N do). */
 export async function startServerProcess(
   env: Record<string, string>,
@@ -132,7 +137,7 @@ export async function startServerProcess(
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`server did not start: ${out}${err}`));
-    }, options.timeoutMs ?? 20_000);
+    }, options.timeoutMs ?? (workersArg(args) > 1 ? CLUSTER_START_MS : START_MS));
     const check = () => {
       const match = ready.exec(out);
       if (match?.[1]) {
