@@ -18,6 +18,10 @@ export const ERROR_CODES = {
   idempotency_key_in_use: 'A request with the same Idempotency-Key is still being processed.',
   pet_not_available: 'The pet cannot be ordered: its status is not `available`.',
   invalid_transition: 'The order cannot make this move from its current status.',
+  pet_has_open_order: 'The pet has a placed order: its status belongs to the order, and it cannot be deleted, until the order is delivered or cancelled.',
+  precondition_failed: 'The If-Match precondition failed: the resource changed since you read it (its ETag differs). Read it again and retry.',
+  category_name_taken: 'Another of your categories already has this name (compared case-insensitively).',
+  category_in_use: 'The category still has pets: move or delete them first.',
   invalid_webhook_url: 'The webhook URL is not an https URL on a public address (the message says what to change).',
   webhook_endpoint_limit: 'The account already has the most webhook endpoints it may have (16): delete one first.',
   webhook_endpoint_disabled: 'The webhook endpoint is disabled: enable it (PATCH `disabled: false`) before retrying a delivery.',
@@ -45,6 +49,10 @@ export const ERROR_STATUS = {
   idempotency_key_in_use: 409,
   pet_not_available: 409,
   invalid_transition: 409,
+  pet_has_open_order: 409,
+  precondition_failed: 412,
+  category_name_taken: 409,
+  category_in_use: 409,
   invalid_webhook_url: 400,
   webhook_endpoint_limit: 409,
   webhook_endpoint_disabled: 409,
@@ -133,6 +141,29 @@ export class InvalidTransitionError extends ApiError {
   constructor(orderId: number, status: string, action: string) {
     super('invalid_transition',
       `Order ${orderId} is ${status}: it cannot be ${action}. Only placed orders can be delivered or cancelled.`);
+  }
+}
+export class PetHasOpenOrderError extends ApiError {
+  constructor(petId: number, what: 'status' | 'delete') {
+    super('pet_has_open_order',
+      what === 'status'
+        ? `Pet ${petId} has a placed order: its status follows the order. Deliver or cancel the order (POST /v1/store/orders/{orderId}/deliver or /cancel) instead; name and categoryId may still be changed.`
+        : `Pet ${petId} has a placed order and cannot be deleted. Deliver or cancel the order first (POST /v1/store/orders/{orderId}/deliver or /cancel).`);
+  }
+}
+export class PreconditionFailedError extends ApiError {
+  constructor(what: string) {
+    super('precondition_failed', `${what} has changed since you read it: If-Match does not match its current ETag. GET it again, then retry with the new ETag.`);
+  }
+}
+export class CategoryNameTakenError extends ApiError {
+  constructor(name: string) {
+    super('category_name_taken', `Another of your categories is already named ${JSON.stringify(name)} (names compare case-insensitively). Choose another name, or rename that category first.`);
+  }
+}
+export class CategoryInUseError extends ApiError {
+  constructor(categoryId: number) {
+    super('category_in_use', `Category ${categoryId} still has pets (see its petCount). Move them to another category (PATCH /v1/pets/{petId}) or delete them first.`);
   }
 }
 export class InvalidWebhookUrlError extends ApiError {

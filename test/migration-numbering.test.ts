@@ -56,11 +56,33 @@ function buildFormerSchema(url: string): void {
   }
 }
 
-/** Writes through the store code of that release (its SQL is this one's): pets in one batch, an order, an endpoint. */
+// Version 10 (inventory and categories) came after that release: today's store code writes the
+// data with its tables present, which are then removed again, leaving that release's schema.
+const WITHOUT_10 = `
+  DROP TABLE categories;
+  DROP INDEX pets_by_account_category;
+  ALTER TABLE pets DROP COLUMN deleted_at;
+  ALTER TABLE accounts DROP COLUMN pets_available;
+  ALTER TABLE accounts DROP COLUMN pets_pending;
+  ALTER TABLE accounts DROP COLUMN pets_sold;
+  ALTER TABLE accounts DROP COLUMN pets_unset;
+`;
+
+function execOn(url: string, sql: string): void {
+  const db = new Database(url);
+  try {
+    db.exec(sql);
+  } finally {
+    db.close();
+  }
+}
+
+/** Writes with the store code (that release's SQL, with 10's tables in place for the moment): pets in one batch, an order, an endpoint. */
 async function writeData(url: string) {
+  execOn(url, migrations.find((m) => m.version === 10)!.sqlite);
   const store = await createStore(storeConfig(url, { pgPoolMax: 2, readCache: false }));
   try {
-    assert.deepEqual(await store.pendingMigrations(), [7], 'only the no-op is pending, before anything moved');
+    assert.deepEqual(await store.pendingMigrations(), [7, 10], 'only the no-op and 10 are pending, before anything moved');
     const services = await createServices({ store, clock: { now: () => Date.now() }, environment: 'production' });
     const account = await services.accounts.create('Former numbering');
     const key = (await services.apiKeys.create(account.id, 'production')).key;
@@ -74,11 +96,12 @@ async function writeData(url: string) {
     return { key, pets, order, endpoint, eventIds: events.map((e) => e.id) };
   } finally {
     await store.close();
+    execOn(url, WITHOUT_10);
   }
 }
 
 describe('upgrading a SQLite store recorded under the former numbering', () => {
-  test('when two `petstore migrate` run at once and the app starts, then the rows move to 8 and 9, only 7 is applied, and the data is served', async (t) => {
+  test('when two `petstore migrate` run at once and the app starts, then the rows move to 8 and 9, only 7 (and the later 10) is applied, and the data is served', async (t) => {
     const database = await sqliteBackend.createDatabase();
     const cleanups: Array<() => unknown> = [() => database.drop()];
     t.after(async () => {
@@ -93,12 +116,12 @@ describe('upgrading a SQLite store recorded under the former numbering', () => {
 
     const env = { PETSTORE_DATABASE_URL: database.url };
     const runs = await Promise.all([cliJson<{ applied: number[] }>(['migrate'], env), cliJson<{ applied: number[] }>(['migrate'], env)]);
-    assert.deepEqual(runs.flatMap((r) => r.applied), [7], 'one process applied the no-op; 8 and 9 were not applied again');
+    assert.deepEqual(runs.flatMap((r) => r.applied).sort((x, y) => x - y), [7, 10], 'each of the no-op and 10 applied once, by one process; 8 and 9 were not applied again');
 
     const rows = readRows(database.url);
     assert.deepEqual(rows.map((r) => [r.version, r.name]), migrations.map((m) => [m.version, m.name]));
     for (const row of rows) {
-      if (row.version === 7) assert.notEqual(row.applied_at, T0, 'the no-op is recorded now');
+      if (row.version === 7 || row.version === 10) assert.notEqual(row.applied_at, T0, `${row.version} is applied now`);
       else assert.equal(row.applied_at, T0, `version ${row.version} keeps its row: moved, not applied again`);
     }
 
@@ -108,6 +131,12 @@ describe('upgrading a SQLite store recorded under the former numbering', () => {
     const { key, pets, order, endpoint, eventIds } = before;
     const expected: Pet[] = pets.map((p) => (p.id === order.petId ? { ...p, status: 'pending' } : p));
     assert.deepEqual((await app.request('GET', '/v1/pets?limit=100', { key })).body, expected.sort((a, b) => a.id - b.id));
+    // Migration 10 counted what was there: the inventory and each category's pets.
+    const count = (status: string) => expected.filter((p) => p.status === status).length;
+    assert.deepEqual((await app.request('GET', '/v1/store/inventory', { key })).body, {
+      available: count('available'), pending: count('pending'), sold: 0, withoutStatus: 0, total: expected.length,
+    });
+    assert.deepEqual((await app.request('GET', '/v1/categories?limit=100', { key })).body, expected.map((p) => ({ id: p.categoryId, petCount: 1 })));
     assert.deepEqual((await app.request('GET', `/v1/store/orders/${order.id}`, { key })).body, order);
     const got = await app.request('GET', `/v1/webhook-endpoints/${endpoint.id}`, { key });
     assert.equal(got.status, 200, got.text);

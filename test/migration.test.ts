@@ -10,10 +10,11 @@ import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { createServices } from '../src/services/index.js';
+import { createCursorCodec } from '../src/services/cursor.js';
 import { requestHash } from '../src/services/pets.js';
 import { migrations } from '../src/store/migrations/index.js';
 import { createStore } from '../src/store/index.js';
-import type { NewPet, Pet } from '../src/schemas/index.js';
+import { type NewPet, type Pet, PET_STATUSES } from '../src/schemas/index.js';
 import { startApp } from './helpers/app.js';
 import { type Backend, backends } from './helpers/backends.js';
 import { cliJson } from './helpers/process.js';
@@ -119,10 +120,12 @@ for (const backend of backends) {
       const replayed = before[a.id]![1]!;
       const { id: _id, ...replayedBody } = replayed;
       await old.completeIdempotencyKey(a.id, 'old-key', requestHash(replayedBody), replayed.id);
-      // A cursor issued before the upgrade, by the unchanged cursor code, after A's second pet.
-      const firstPage = await services.pets.list(a.id, { limit: 2 });
-      const oldCursor = firstPage.nextCursor!;
-      const oldAvailable = await services.pets.list(a.id, { limit: 1, status: 'available' });
+      // Cursors issued before the upgrade, by the unchanged cursor code and secret: after A's
+      // second pet, and after A's first available pet (the pages a client held then).
+      const cursors = createCursorCodec(await store.settings.getOrCreate('cursor_secret', () => 'never stored: the services created it'), PET_STATUSES);
+      const oldCursor = cursors.encode(a.id, { afterId: before[a.id]![1]!.id, status: undefined });
+      const firstAvailable = before[a.id]!.find((pet) => pet.status === 'available')!;
+      const oldAvailable = { nextCursor: cursors.encode(a.id, { afterId: firstAvailable.id, status: 'available' }) };
       await store.close();
       await old.close();
 

@@ -155,17 +155,17 @@ describe('SQLite read cache, directly', () => {
     const cache = createReadCache({ pages: 10, pets: 10 });
     const generation = cache.generation('acct_a');
     cache.wrote('acct_a');
-    cache.setPage('acct_a', undefined, 0, 21, [{ id: 1, name: 'Old', categoryId: 1 }], generation);
-    assert.equal(cache.getPage('acct_a', undefined, 0, 21), undefined);
+    cache.setPage('acct_a', {}, 0, 21, [{ id: 1, name: 'Old', categoryId: 1 }], generation);
+    assert.equal(cache.getPage('acct_a', {}, 0, 21), undefined);
   });
 
   test('when one account writes, then only its pages are dropped', () => {
     const cache = createReadCache({ pages: 10, pets: 10 });
-    cache.setPage('acct_a', undefined, 0, 21, [], cache.generation('acct_a'));
-    cache.setPage('acct_b', undefined, 0, 21, [], cache.generation('acct_b'));
+    cache.setPage('acct_a', {}, 0, 21, [], cache.generation('acct_a'));
+    cache.setPage('acct_b', {}, 0, 21, [], cache.generation('acct_b'));
     cache.wrote('acct_a');
-    assert.equal(cache.getPage('acct_a', undefined, 0, 21), undefined);
-    assert.deepEqual(cache.getPage('acct_b', undefined, 0, 21), []);
+    assert.equal(cache.getPage('acct_a', {}, 0, 21), undefined);
+    assert.deepEqual(cache.getPage('acct_b', {}, 0, 21), []);
   });
 
   test('when one of an account\'s pets changes, then that pet and the account\'s pages are dropped, and nothing of other accounts', () => {
@@ -174,25 +174,25 @@ describe('SQLite read cache, directly', () => {
     cache.setPet('acct_a', pet(1));
     cache.setPet('acct_a', pet(2));
     cache.setPet('acct_b', pet(1));
-    cache.setPage('acct_a', 'available', 0, 21, [pet(1), pet(2)], cache.generation('acct_a'));
-    cache.setPage('acct_b', 'available', 0, 21, [pet(1)], cache.generation('acct_b'));
+    cache.setPage('acct_a', { status: 'available' }, 0, 21, [pet(1), pet(2)], cache.generation('acct_a'));
+    cache.setPage('acct_b', { status: 'available' }, 0, 21, [pet(1)], cache.generation('acct_b'));
     cache.petChanged('acct_a', 1);
     assert.equal(cache.getPet('acct_a', 1), undefined);
-    assert.equal(cache.getPage('acct_a', 'available', 0, 21), undefined);
+    assert.equal(cache.getPage('acct_a', { status: 'available' }, 0, 21), undefined);
     assert.deepEqual(cache.getPet('acct_a', 2), pet(2), 'the account\'s other pets did not change');
     assert.deepEqual(cache.getPet('acct_b', 1), pet(1));
-    assert.deepEqual(cache.getPage('acct_b', 'available', 0, 21), [pet(1)]);
+    assert.deepEqual(cache.getPage('acct_b', { status: 'available' }, 0, 21), [pet(1)]);
   });
 
   test('when more pages and pets are cached than the limits, then the oldest go and the sizes stay bounded', () => {
     const cache = createReadCache({ pages: 3, pets: 2 });
     for (let i = 0; i < 10; i++) {
-      cache.setPage('acct_a', undefined, i, 21, [], 0);
+      cache.setPage('acct_a', {}, i, 21, [], 0);
       cache.setPet('acct_a', { id: i + 1, name: `P${i}`, categoryId: 1 });
     }
     assert.deepEqual(cache.size, { pages: 3, pets: 2 });
-    assert.equal(cache.getPage('acct_a', undefined, 0, 21), undefined, 'the first page was evicted');
-    assert.deepEqual(cache.getPage('acct_a', undefined, 9, 21), []);
+    assert.equal(cache.getPage('acct_a', {}, 0, 21), undefined, 'the first page was evicted');
+    assert.deepEqual(cache.getPage('acct_a', {}, 9, 21), []);
     assert.equal(cache.getPet('acct_a', 1), undefined);
     assert.equal(cache.getPet('acct_a', 10)?.name, 'P9');
   });

@@ -15,6 +15,7 @@ import { type CompletedRequest, createRequestLineWriter, writesAt } from '../log
 import type { Pet } from '../schemas/index.js';
 import type { Services } from '../services/index.js';
 import type { PageQuery } from '../services/pets.js';
+import { petEtag } from '../services/pet-changes.js';
 import type { RateLimiter } from '../services/rate-limit.js';
 import { getPetDeprecationHeaders as deprecation } from './deprecation.js';
 import { LIST_PATH, type Taken, take } from './fast-path/request.js';
@@ -52,6 +53,8 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 interface SentPage {
   body: string;
   link: string | undefined;
+  /** A pet's ETag (getPet). */
+  etag?: string | undefined;
 }
 
 interface Pending {
@@ -110,7 +113,7 @@ function remember(reads: Reads, key: string, read: Promise<SentPage>): Promise<S
 // Pets hold exactly those, in that order, so JSON.stringify writes the same bytes (for a page
 // too; test/http/fast-path-postgres.test.ts compares the two paths byte for byte).
 function sentPet(pet: Pet): SentPage {
-  return { body: JSON.stringify(pet), link: undefined };
+  return { body: JSON.stringify(pet), link: undefined, etag: petEtag(pet) };
 }
 
 class FastPath {
@@ -204,9 +207,11 @@ class FastPath {
     if (this.deps.readFromStore) return auth;
     let body: string | undefined;
     let link: string | undefined;
+    let etag: string | undefined;
     if (taken.kind === 'getPet') {
       const pet = services.pets.getCached(auth.accountId, taken.id);
       body = pet && wire.pets.get(pet);
+      etag = pet && petEtag(pet);
     } else {
       // A bad cursor throws InvalidCursorError: Fastify, asked to answer, throws it again.
       const page = services.pets.listCached(auth.accountId, taken.query);
@@ -215,11 +220,11 @@ class FastPath {
       link = sent?.link;
     }
     if (body === undefined) return false;
-    return this.send(item, auth, body, link);
+    return this.send(item, auth, body, link, etag);
   }
 
   /** Takes a token and writes the 200 (true), or returns false having written nothing. */
-  private send({ req, res, taken, givenRequestId, start }: Pending, auth: Auth, body: string, link: string | undefined): boolean {
+  private send({ req, res, taken, givenRequestId, start }: Pending, auth: Auth, body: string, link: string | undefined, etag?: string): boolean {
     const { rateLimiter, wire, log } = this.deps;
     // A refusal takes no token, so Fastify's hook, asking again, refuses it too (429).
     const decision = this.takeNow.call(rateLimiter, auth.keyId);
@@ -234,6 +239,7 @@ class FastPath {
       'ratelimit', this.rateLimit.of(decision),
     ];
     if (link !== undefined) headers.push('link', link);
+    if (etag !== undefined) headers.push('etag', etag);
     headers.push('content-type', 'application/json; charset=utf-8');
     if (taken.kind === 'getPet') {
       wire.deprecatedCallsOf(auth.accountId).inc();
@@ -257,9 +263,9 @@ class FastPath {
   private async answerFromStore(item: Pending, auth: Auth, read: Promise<SentPage>): Promise<void> {
     let done = false;
     try {
-      const { body, link } = await read;
+      const { body, link, etag } = await read;
       if (this.deps.closing() || item.res.destroyed) return;
-      done = this.send(item, auth, body, link);
+      done = this.send(item, auth, body, link, etag);
     } catch (error) {
       if (item.res.headersSent) {
         this.deps.log.error({ err: error }, 'fast path failed after answering');

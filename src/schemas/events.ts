@@ -3,15 +3,17 @@
 import Type, { type Static } from 'typebox';
 import { Id, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PetStatus, ref, TEXT_PATTERN, Timestamp } from './index.js';
 
-export const EVENT_TYPES = ['pet.created', 'pet.status_changed', 'order.placed', 'order.delivered', 'order.cancelled'] as const;
+export const EVENT_TYPES = ['pet.created', 'pet.updated', 'pet.status_changed', 'pet.deleted', 'order.placed', 'order.delivered', 'order.cancelled'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export const EventType = Type.Enum(EVENT_TYPES, {
   $id: 'EventType',
   type: 'string',
   description:
-    '`pet.created`: a pet was added (`data.object` is the Pet). `pet.status_changed`: a pet\'s status changed (`data.object` ' +
-    'is the Pet after the change, `data.previousStatus` its status before). `order.placed`, `order.delivered`, ' +
+    '`pet.created`: a pet was added (`data.object` is the Pet). `pet.updated`: a pet was changed by `updatePet` (`data.object` ' +
+    'is the Pet after the change, `data.previousAttributes` the changed fields\' values before). `pet.status_changed`: a pet\'s ' +
+    'status changed, by an order or by `updatePet` (`data.object` is the Pet after the change, `data.previousStatus` its status ' +
+    'before, `null` when it had none). `pet.deleted`: a pet was deleted (`data.object` is the Pet as it was). `order.placed`, `order.delivered`, ' +
     '`order.cancelled`: an order was placed or moved (`data.object` is the Order after the change).',
 });
 
@@ -51,20 +53,39 @@ const objectData = (object: 'Pet' | 'Order') =>
 export const PetCreatedEvent = eventFields('pet.created', 'A pet was created. `data.object` is the new Pet.', objectData('Pet'));
 export const PetStatusChangedEvent = eventFields(
   'pet.status_changed',
-  'A pet\'s status changed (placing, delivering or cancelling an order). `data.object` is the Pet after the change.',
+  'A pet\'s status changed (placing, delivering or cancelling an order, or `updatePet`). `data.object` is the Pet after the change.',
   Type.Object(
     {
       object: Type.Unsafe({ $ref: 'Pet#', description: 'The pet as the API returns it after the change.' }),
-      previousStatus: ref(PetStatus),
+      previousStatus: Type.Union([ref(PetStatus), Type.Null()], { description: 'The status before the change; `null` when the pet had none (only `updatePet` sets a status on such a pet).' }),
     },
     { additionalProperties: false },
   ),
 );
+export const PetUpdatedEvent = eventFields(
+  'pet.updated',
+  'A pet was changed by `updatePet`. `data.object` is the Pet after the change; `data.previousAttributes` holds the changed fields\' values before it.',
+  Type.Object(
+    {
+      object: Type.Unsafe({ $ref: 'Pet#', description: 'The pet as the API returns it after the change.' }),
+      previousAttributes: Type.Object(
+        {
+          name: Type.Optional(Type.String({ description: 'The name before, when it changed.' })),
+          categoryId: Type.Optional(Type.Integer({ format: 'int64', minimum: 1, description: 'The category before, when it changed.' })),
+          status: Type.Optional(Type.Union([ref(PetStatus), Type.Null()], { description: 'The status before, when it changed; `null` when the pet had none.' })),
+        },
+        { additionalProperties: false, description: 'Only the fields that changed, with their values before the change.' },
+      ),
+    },
+    { additionalProperties: false },
+  ),
+);
+export const PetDeletedEvent = eventFields('pet.deleted', 'A pet was deleted. `data.object` is the Pet as it was.', objectData('Pet'));
 export const OrderPlacedEvent = eventFields('order.placed', 'An order was placed (its pet became `pending`). `data.object` is the Order.', objectData('Order'));
 export const OrderDeliveredEvent = eventFields('order.delivered', 'An order was delivered (its pet became `sold`). `data.object` is the Order.', objectData('Order'));
 export const OrderCancelledEvent = eventFields('order.cancelled', 'An order was cancelled (its pet became `available`). `data.object` is the Order.', objectData('Order'));
 
-export const EVENT_SCHEMAS = [PetCreatedEvent, PetStatusChangedEvent, OrderPlacedEvent, OrderDeliveredEvent, OrderCancelledEvent] as const;
+export const EVENT_SCHEMAS = [PetCreatedEvent, PetUpdatedEvent, PetStatusChangedEvent, PetDeletedEvent, OrderPlacedEvent, OrderDeliveredEvent, OrderCancelledEvent] as const;
 
 export const Event = Type.Union(EVENT_SCHEMAS.map((schema) => ref(schema)), {
   $id: 'Event',
@@ -72,7 +93,11 @@ export const Event = Type.Union(EVENT_SCHEMAS.map((schema) => ref(schema)), {
     'Something that happened in your account, written in the same transaction as the change itself: no change without its ' +
     'event, no event without its change. `type` tells which shape `data` has. The body of every webhook delivery is an Event.',
 });
-export type Event = Static<typeof PetCreatedEvent> | Static<typeof PetStatusChangedEvent> | Static<typeof OrderPlacedEvent> | Static<typeof OrderDeliveredEvent> | Static<typeof OrderCancelledEvent>;
+export type Event =
+  | Static<typeof PetCreatedEvent>
+  | Static<typeof PetUpdatedEvent>
+  | Static<typeof PetStatusChangedEvent>
+  | Static<typeof PetDeletedEvent> | Static<typeof OrderPlacedEvent> | Static<typeof OrderDeliveredEvent> | Static<typeof OrderCancelledEvent>;
 
 export const Events = Type.Array(ref(Event), { $id: 'Events', description: 'A page of events, oldest first (ascending `sequence`).' });
 

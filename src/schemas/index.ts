@@ -151,7 +151,16 @@ export function pageQuery<S extends TSchema>(things: string, status: S) {
   );
 }
 
-export const ListPetsQuery = pageQuery('animals', ref(PetStatus));
+const petPageQuery = pageQuery('animals', ref(PetStatus)).properties;
+export const ListPetsQuery = Type.Object(
+  {
+    limit: petPageQuery.limit,
+    status: petPageQuery.status,
+    categoryId: Type.Optional(Id('Only animals in this category; combinable with `status`. Cursors are bound to both filters.')),
+    cursor: petPageQuery.cursor,
+  },
+  { additionalProperties: false },
+);
 export type ListPetsQuery = Static<typeof ListPetsQuery>;
 
 export const ListOrdersQuery = pageQuery('orders', ref(OrderStatus));

@@ -12,6 +12,8 @@ import { createMessageService } from './messages.js';
 import { createOrderService } from './orders.js';
 import { MESSAGE_STATUSES } from '../schemas/messages.js';
 import { createPetService } from './pets.js';
+import { createPetChangeService } from './pet-changes.js';
+import { createCategoryService } from './categories.js';
 import { createEventService, EVENT_FILTERS } from './events.js';
 import { createWebhookService, type UrlCheck } from './webhooks.js';
 import { DELIVERY_STATUSES } from '../schemas/events.js';
@@ -43,6 +45,8 @@ export async function createServices(deps: {
     accounts: createAccountService({ accounts, clock }),
     apiKeys: createApiKeyService({ apiKeys, accounts, externalChangeCounter: store.externalChangeCounter, clock, environment }),
     pets: createPetService({ db, pets, idempotency, events: store.events, clock, cursors: createCursorCodec(cursorSecret, PET_STATUSES), published: deps.published }),
+    petChanges: createPetChangeService({ db, pets, orders: store.orders, events: store.events, clock, ...optional }),
+    categories: createCategoryService({ db, categories: store.categories, cursors: createCursorCodec<string>(cursorSecret, [], 'categories'), ...optional }),
     orders: createOrderService({
       db,
       orders: store.orders,

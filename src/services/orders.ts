@@ -45,7 +45,7 @@ export interface OrderPage {
 export interface OrderServiceDeps {
   db: Pick<SqlDatabase, 'transaction'>;
   orders: Pick<OrderRepository, 'get' | 'list' | 'insert' | 'lock' | 'setStatus'>;
-  pets: Pick<PetRepository, 'lockStatus' | 'setStatus'>;
+  pets: Pick<PetRepository, 'lock' | 'setStatus'>;
   /** The Idempotency-Key's claim and upkeep (runIdempotent) and its completion. */
   idempotency: IdempotencyRepository;
   events: Pick<EventRepository, 'append'>;
@@ -78,7 +78,7 @@ export function createOrderService(deps: OrderServiceDeps) {
   async function place(accountId: string, petId: number, createdAt: string, key?: string): Promise<Order> {
     const { order, recorded } = await timed('placeOrder', () =>
       db.transaction(async (tx) => {
-        const pet = await pets.lockStatus(tx, accountId, petId);
+        const pet = await pets.lock(tx, accountId, petId);
         if (!pet) throw petNotFound(petId);
         if (pet.status !== 'available') throw new PetNotAvailableError(petId, pet.status ?? undefined);
         const changed = await pets.setStatus(tx, accountId, petId, 'available', 'pending');

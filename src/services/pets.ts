@@ -8,7 +8,7 @@ import type { EventType } from '../schemas/events.js';
 import type { SqlDatabase } from '../store/core/sql.js';
 import type { EventRepository } from '../store/events.js';
 import type { IdempotencyRepository } from '../store/idempotency.js';
-import type { ListPetsQuery, PetCreate, PetRepository } from '../store/pets.js';
+import type { Inventory, ListPetsQuery, PetCreate, PetRepository } from '../store/pets.js';
 import { type CursorCodec, pageBounds, pageOf, type PageRequest } from './cursor.js';
 import { petCreatedEvent } from './domain-events.js';
 import { completeKey, IDEMPOTENCY_TTL_MS, runIdempotent } from './idempotency.js';
@@ -61,7 +61,7 @@ export function createPetService(deps: PetServiceDeps) {
   const pagesOf = new WeakMap<readonly Pet[], PetPage>();
 
   function rowsQuery(accountId: string, query: PageQuery): ListPetsQuery {
-    return { accountId, status: query.status, ...pageBounds(cursors, accountId, query) };
+    return { accountId, status: query.status, categoryId: query.categoryId, ...pageBounds(cursors, accountId, query) };
   }
 
   /** The page of `query.limit` pets (and the cursor after it) from `limit + 1` rows. */
@@ -93,8 +93,9 @@ export function createPetService(deps: PetServiceDeps) {
     async createIdempotent(accountId: string, pet: NewPet, key: string): Promise<{ pet: Pet; replayed: boolean }> {
       const { value, replayed } = await runIdempotent(deps, accountId, key, requestHash(pet), {
         replay: async (petId) => {
+          // The pet as it is now (a PATCH since shows); a deleted one is gone for replays too.
           const first = await pets.get(accountId, petId);
-          if (!first) throw new Error(`idempotency key completed with missing pet ${petId}`);
+          if (!first) throw new NotFoundError(`The pet this Idempotency-Key created (id ${petId}) has since been deleted.`);
           return first;
         },
         create: (now) => createPetWithKey(deps, { accountId, pet, createdAt: new Date(now).toISOString() }, key),
@@ -121,6 +122,12 @@ export function createPetService(deps: PetServiceDeps) {
 
     async list(accountId: string, query: PageQuery): Promise<PetPage> {
       return pageFrom(accountId, query, await pets.list(rowsQuery(accountId, query)));
+    },
+
+    /** The account's pets per status, and in all: counters kept with every change, not a count. */
+    async inventory(accountId: string): Promise<Inventory & { total: number }> {
+      const counts = await pets.inventory(accountId);
+      return { ...counts, total: counts.available + counts.pending + counts.sold + counts.withoutStatus };
     },
 
     /** The page when the store can answer from memory right now (see PetMemory), else undefined. */

@@ -11,7 +11,7 @@ const LABELS = {
   settings: { getOrCreate: 'getOrCreateSetting' },
   accounts: { create: 'createAccount', get: 'getAccount' },
   apiKeys: { create: 'createApiKey', findByHash: 'findApiKeyByHash', list: 'listApiKeys', revoke: 'revokeApiKey' },
-  pets: { create: 'createPet', insert: 'insertPet', get: 'getPet', list: 'listPets', lockStatus: 'lockPetStatus', setStatus: 'setPetStatus' },
+  pets: { create: 'createPet', insert: 'insertPet', get: 'getPet', list: 'listPets', lock: 'lockPet', setStatus: 'setPetStatus', inventory: 'getInventory' },
   idempotency: {
     insertClaim: 'insertIdempotencyClaim',
     lock: 'lockIdempotencyKey',
@@ -23,6 +23,7 @@ const LABELS = {
     purge: 'purgeIdempotencyKeys',
   },
   orders: { get: 'getOrder', list: 'listOrders' },
+  categories: { get: 'getCategory', list: 'listCategories' },
   messages: { get: 'getMessage', getBySeq: 'getMessageBySeq', list: 'listMessages', queueStats: 'messageQueueStats' },
   jobs: { claim: 'claimJobs', retry: 'retryJob' },
   // append runs inside another operation's transaction.
@@ -96,6 +97,7 @@ export function instrumentStore(store: Store, observer: Observer): Store {
     events: timeRepository(store.events, LABELS.eventLog, observer),
     webhooks: timeRepository(store.webhooks, LABELS.webhooks, observer),
     orders: timeRepository(store.orders, LABELS.orders, observer),
+    categories: timeRepository(store.categories, LABELS.categories, observer),
     messages: timeRepository(store.messages, LABELS.messages, observer),
     jobs: timeRepository(store.jobs, LABELS.jobs, observer),
     ping: timeCall(() => store.ping(), observer('ping')) as Store['ping'],

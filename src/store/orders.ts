@@ -39,6 +39,13 @@ export interface OrderRepository {
   insert(tx: Sql, accountId: string, petId: number, createdAt: string): Promise<Order>;
   /** The order, locked until `tx` ends (concurrent moves of it decide one after another). */
   lock(tx: Sql, accountId: string, id: number): Promise<Order | undefined>;
+  /** Whether the pet has a `placed` order (the pet is locked by the caller: none can appear meanwhile). */
+  hasPlaced(tx: Sql, accountId: string, petId: number): Promise<boolean>;
   /** The order becomes `to` if it is `from`; the order after the change, or undefined. */
   setStatus(tx: Sql, accountId: string, id: number, from: OrderStatus, to: OrderStatus, updatedAt: string): Promise<Order | undefined>;
+}
+
+/** OrderRepository.hasPlaced, the same SQL on both backends (orders_one_placed_per_pet serves it). */
+export async function hasPlacedOrder(tx: Sql, accountId: string, petId: number): Promise<boolean> {
+  return (await tx.get("SELECT 1 AS placed FROM orders WHERE account_id = ? AND pet_id = ? AND status = 'placed'", [accountId, petId])) !== undefined;
 }

@@ -4,7 +4,7 @@ import { petCreatedEvent } from '../services/domain-events.js';
 import type { Dialect } from './core/dialect.js';
 import { createGroupCommit } from './core/group-commit.js';
 import type { Sql, SqlDatabase } from './core/sql.js';
-import { nextIds } from './accounts.js';
+import { adjustCategories, type CategoryCount } from './categories.js';
 import type { EventRepository } from './events.js';
 
 export interface PetRow {
@@ -27,6 +27,7 @@ export interface ListPetsQuery {
   accountId: string;
   limit: number;
   status?: PetStatus | undefined;
+  categoryId?: number | undefined;
   /** Keyset position: only pets with id greater than this. */
   afterId?: number | undefined;
 }
@@ -36,6 +37,66 @@ export interface PetCreate {
   accountId: string;
   pet: NewPet;
   createdAt: string;
+}
+
+/** The account's pets per status, kept with every change (accounts.pets_*). */
+export interface Inventory {
+  available: number;
+  pending: number;
+  sold: number;
+  withoutStatus: number;
+}
+
+/** A change to the inventory: pets per status added (or removed, negative). */
+export type InventoryDelta = Inventory;
+
+const NO_CHANGE: InventoryDelta = Object.freeze({ available: 0, pending: 0, sold: 0, withoutStatus: 0 });
+
+/** The counter a status is kept in. */
+function inventoryKey(status: PetStatus | null | undefined): keyof Inventory {
+  return status ?? 'withoutStatus';
+}
+
+/** The delta of pets entering (+1) and leaving (-1) statuses. */
+export function inventoryDelta(entering: ReadonlyArray<PetStatus | null | undefined>, leaving: ReadonlyArray<PetStatus | null | undefined> = []): InventoryDelta {
+  const delta = { ...NO_CHANGE };
+  for (const status of entering) delta[inventoryKey(status)] += 1;
+  for (const status of leaving) delta[inventoryKey(status)] -= 1;
+  return delta;
+}
+
+const INVENTORY_SET = 'pets_available = pets_available + ?, pets_pending = pets_pending + ?, pets_sold = pets_sold + ?, pets_unset = pets_unset + ?';
+const inventoryParams = (d: InventoryDelta) => [d.available, d.pending, d.sold, d.withoutStatus];
+
+/**
+ * Takes `count` pet ids from the account's counter and adds `delta` to its inventory, in one
+ * statement: the first id taken.
+ */
+export async function nextPetIds(tx: Sql, accountId: string, count: number, delta: InventoryDelta): Promise<number> {
+  const row = await tx.get<{ last: number }>(`UPDATE accounts SET last_pet_id = last_pet_id + ?, ${INVENTORY_SET} WHERE id = ? RETURNING last_pet_id AS last`, [
+    count,
+    ...inventoryParams(delta),
+    accountId,
+  ]);
+  if (!row) throw new Error(`no account ${accountId}`);
+  return row.last - count + 1;
+}
+
+async function adjustInventory(tx: Sql, accountId: string, delta: InventoryDelta): Promise<void> {
+  if (delta.available === 0 && delta.pending === 0 && delta.sold === 0 && delta.withoutStatus === 0) return;
+  await tx.run(`UPDATE accounts SET ${INVENTORY_SET} WHERE id = ?`, [...inventoryParams(delta), accountId]);
+}
+
+/** Each (account, category) of the pets with how many of them use it. */
+export function categoryCounts(items: ReadonlyArray<{ accountId: string; pet: { categoryId: number } }>): CategoryCount[] {
+  const counts = new Map<string, CategoryCount>();
+  for (const { accountId, pet } of items) {
+    const key = `${accountId}\u0000${pet.categoryId}`;
+    const entry = counts.get(key);
+    if (entry) entry.count += 1;
+    else counts.set(key, { accountId, categoryId: pet.categoryId, count: 1 });
+  }
+  return [...counts.values()];
 }
 
 /** Pets beyond the SQL that reads and writes them: how the backend keeps answers in memory. */
@@ -54,13 +115,20 @@ export interface PetRepository {
   create(item: PetCreate): Promise<Pet>;
   /** Creates one pet in the caller's transaction (no event: the caller records it). */
   insert(tx: Sql, item: PetCreate): Promise<Pet>;
+  /** The pet, unless it does not exist or was deleted. */
   get(accountId: string, id: number): Promise<Pet | undefined>;
   /** Pets of one account in ascending id order, at most `limit`. */
   list(query: ListPetsQuery): Promise<readonly Pet[]>;
-  /** The pet's status, its row locked until `tx` ends; undefined when there is no such pet. */
-  lockStatus(tx: Sql, accountId: string, id: number): Promise<{ status: PetStatus | null } | undefined>;
+  /** The pet, its row locked until `tx` ends; undefined when there is no such pet (or it was deleted). */
+  lock(tx: Sql, accountId: string, id: number): Promise<Pet | undefined>;
   /** The pet's status becomes `to` if it is `from`: the pet after the change, or undefined. */
   setStatus(tx: Sql, accountId: string, id: number, from: PetStatus, to: PetStatus): Promise<Pet | undefined>;
+  /** Writes `after` over the locked pet `before` (same id), with the inventory and category counts. */
+  update(tx: Sql, accountId: string, before: Pet, after: Pet): Promise<Pet>;
+  /** Deletes the locked pet: no read shows it again; its id is never reused. */
+  remove(tx: Sql, accountId: string, pet: Pet, deletedAt: string): Promise<void>;
+  /** The account's pets per status: counters, not a count. */
+  inventory(accountId: string): Promise<Inventory>;
   /** Present when the backend can answer from memory (SQLite's read cache). */
   readonly memory?: PetMemory;
   /** Settles every create submitted so far. */
@@ -94,7 +162,8 @@ export interface PetDeps {
 
 export function createPetRepository({ db, dialect, events, backend }: PetDeps): PetRepository {
   const insert = async (tx: Sql, { accountId, pet, createdAt }: PetCreate): Promise<Pet> => {
-    const id = await nextIds(tx, 'last_pet_id', accountId, 1);
+    const id = await nextPetIds(tx, accountId, 1, inventoryDelta([pet.status]));
+    await adjustCategories(tx, [{ accountId, categoryId: pet.categoryId, count: 1 }]);
     const row = await tx.get<PetRow>(
       `INSERT INTO pets (account_id, id, name, category_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING ${PET_COLUMNS}`,
       [accountId, id, pet.name, pet.categoryId, pet.status ?? null, createdAt],
@@ -114,8 +183,23 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
       for (const item of items) backend.wrote?.(item.accountId);
     },
   });
-  const byStatus = `SELECT ${PET_COLUMNS} FROM ${dialect.indexed('pets', 'pets_by_account_status')} WHERE account_id = ? AND status = ? AND id > ? ORDER BY id LIMIT ?`;
-  const all = `SELECT ${PET_COLUMNS} FROM pets WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`;
+  const live = 'deleted_at IS NULL';
+  const byStatus = `SELECT ${PET_COLUMNS} FROM ${dialect.indexed('pets', 'pets_by_account_status')} WHERE account_id = ? AND status = ? AND id > ? AND ${live} ORDER BY id LIMIT ?`;
+  const byCategory = `SELECT ${PET_COLUMNS} FROM ${dialect.indexed('pets', 'pets_by_account_category')} WHERE account_id = ? AND category_id = ? AND id > ? AND ${live} ORDER BY id LIMIT ?`;
+  const byCategoryAndStatus = `SELECT ${PET_COLUMNS} FROM ${dialect.indexed('pets', 'pets_by_account_category')} WHERE account_id = ? AND category_id = ? AND status = ? AND id > ? AND ${live} ORDER BY id LIMIT ?`;
+  const all = `SELECT ${PET_COLUMNS} FROM pets WHERE account_id = ? AND id > ? AND ${live} ORDER BY id LIMIT ?`;
+
+  function listRows({ accountId, limit, status, categoryId, afterId = 0 }: ListPetsQuery): Promise<unknown[][]> {
+    // Integer ids: "id > 1.5" equals "id > 1". A negative limit means none (as SQLite reads it).
+    const after = Math.floor(afterId);
+    const max = limit < 0 ? dialect.noLimit : limit;
+    if (categoryId !== undefined) {
+      return status
+        ? db.readArrays('list_pets_by_category_status', byCategoryAndStatus, [accountId, categoryId, status, after, max])
+        : db.readArrays('list_pets_by_category', byCategory, [accountId, categoryId, after, max]);
+    }
+    return status ? db.readArrays('list_pets_by_status', byStatus, [accountId, status, after, max]) : db.readArrays('list_pets', all, [accountId, after, max]);
+  }
 
   return {
     create: (item) => commits.submit(item),
@@ -127,25 +211,54 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
     async get(accountId, id) {
       // No pet has a fractional or unsafe id (a PostgreSQL bigint parameter would reject it).
       if (!Number.isSafeInteger(id)) return undefined;
-      const [row] = await db.readArrays('get_pet', `SELECT ${PET_COLUMNS} FROM pets WHERE account_id = ? AND id = ?`, [accountId, id]);
+      const [row] = await db.readArrays('get_pet', `SELECT ${PET_COLUMNS} FROM pets WHERE account_id = ? AND id = ? AND ${live}`, [accountId, id]);
       return row && petOfArray(row);
     },
-    async list({ accountId, limit, status, afterId = 0 }) {
-      // Integer ids: "id > 1.5" equals "id > 1". A negative limit means none (as SQLite reads it).
-      const after = Math.floor(afterId);
-      const max = limit < 0 ? dialect.noLimit : limit;
-      const rows = status
-        ? await db.readArrays('list_pets_by_status', byStatus, [accountId, status, after, max])
-        : await db.readArrays('list_pets', all, [accountId, after, max]);
-      return rows.map(petOfArray);
+    async list(query) {
+      if (query.categoryId !== undefined && !Number.isSafeInteger(query.categoryId)) return [];
+      return (await listRows(query)).map(petOfArray);
     },
-    async lockStatus(tx, accountId, id) {
-      return tx.get<{ status: PetStatus | null }>(`SELECT status FROM pets WHERE account_id = ? AND id = ?${dialect.forUpdate}`, [accountId, id]);
+    async lock(tx, accountId, id) {
+      const row = await tx.get<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE account_id = ? AND id = ? AND ${live}${dialect.forUpdate}`, [accountId, id]);
+      return row && toPet(row);
     },
     async setStatus(tx, accountId, id, from, to) {
-      const row = await tx.get<PetRow>(`UPDATE pets SET status = ? WHERE account_id = ? AND id = ? AND status = ? RETURNING ${PET_COLUMNS}`, [to, accountId, id, from]);
+      const row = await tx.get<PetRow>(`UPDATE pets SET status = ? WHERE account_id = ? AND id = ? AND status = ? AND ${live} RETURNING ${PET_COLUMNS}`, [to, accountId, id, from]);
+      if (row) await adjustInventory(tx, accountId, inventoryDelta([to], [from]));
       backend.wrote?.(accountId, id);
       return row && toPet(row);
+    },
+    async update(tx, accountId, before, after) {
+      const row = await tx.get<PetRow>(`UPDATE pets SET name = ?, category_id = ?, status = ? WHERE account_id = ? AND id = ? RETURNING ${PET_COLUMNS}`, [
+        after.name,
+        after.categoryId,
+        after.status ?? null,
+        accountId,
+        before.id,
+      ]);
+      if (!row) throw new Error(`pet ${accountId}/${before.id} vanished under its lock`);
+      if (before.status !== after.status) await adjustInventory(tx, accountId, inventoryDelta([after.status], [before.status]));
+      if (before.categoryId !== after.categoryId) {
+        await adjustCategories(tx, [
+          { accountId, categoryId: after.categoryId, count: 1 },
+          { accountId, categoryId: before.categoryId, count: -1 },
+        ]);
+      }
+      backend.wrote?.(accountId, before.id);
+      return toPet(row);
+    },
+    async remove(tx, accountId, pet, deletedAt) {
+      await tx.run(`UPDATE pets SET deleted_at = ? WHERE account_id = ? AND id = ?`, [deletedAt, accountId, pet.id]);
+      await adjustInventory(tx, accountId, inventoryDelta([], [pet.status]));
+      await adjustCategories(tx, [{ accountId, categoryId: pet.categoryId, count: -1 }]);
+      backend.wrote?.(accountId, pet.id);
+    },
+    async inventory(accountId) {
+      const row = await db.get<Inventory>(
+        `SELECT ${dialect.int('pets_available')} AS available, ${dialect.int('pets_pending')} AS pending, ${dialect.int('pets_sold')} AS sold, ${dialect.int('pets_unset')} AS "withoutStatus" FROM accounts WHERE id = ?`,
+        [accountId],
+      );
+      return row ?? { ...NO_CHANGE };
     },
     drain: () => commits.drain(),
   };

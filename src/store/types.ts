@@ -3,6 +3,7 @@
 // Every backend passes the same contract suites (test/store-contract*.test.ts).
 import type { AccountRepository } from './accounts.js';
 import type { ApiKeyRepository } from './api-keys.js';
+import type { CategoryRepository } from './categories.js';
 import type { SqlDatabase } from './core/sql.js';
 import type { EventRepository } from './events.js';
 import type { IdempotencyRepository } from './idempotency.js';
@@ -33,6 +34,7 @@ export interface Store {
   readonly accounts: AccountRepository;
   readonly apiKeys: ApiKeyRepository;
   readonly pets: PetRepository;
+  readonly categories: CategoryRepository;
   readonly idempotency: IdempotencyRepository;
   readonly orders: OrderRepository;
   readonly messages: MessageRepository;

@@ -22,9 +22,10 @@ describe('error model', () => {
     for (const [method, path, allow] of [
       ['DELETE', '/v1/pets', 'GET, HEAD, POST'],
       ['PUT', '/v1/pets', 'GET, HEAD, POST'],
-      ['PATCH', '/v1/pets/1', 'GET, HEAD'],
-      ['DELETE', '/v1/pets/1', 'GET, HEAD'],
-      ['POST', '/v1/pets/1', 'GET, HEAD'],
+      ['PUT', '/v1/pets/1', 'GET, HEAD, PATCH, DELETE'],
+      ['POST', '/v1/pets/1', 'GET, HEAD, PATCH, DELETE'],
+      ['POST', '/v1/categories/1', 'GET, HEAD, PUT, DELETE'],
+      ['DELETE', '/v1/store/inventory', 'GET, HEAD'],
       ['POST', '/healthz', 'GET, HEAD'],
     ]) {
       const res = await app.request(method!, path!);

@@ -53,8 +53,8 @@ describe('OpenAPI document', () => {
 
   test('when listing operations, then the pet operations and the experimental order, event and webhook operations exist at paths relative to /v1, all tagged animals', () => {
     assert.deepEqual(Object.keys(doc.paths).sort(), [
-      '/events', '/events/{eventId}',
-      '/pets', '/pets/{petId}', '/store/orders', '/store/orders/{orderId}', '/store/orders/{orderId}/cancel', '/store/orders/{orderId}/deliver',
+      '/categories', '/categories/{categoryId}', '/events', '/events/{eventId}',
+      '/pets', '/pets/{petId}', '/store/inventory', '/store/orders', '/store/orders/{orderId}', '/store/orders/{orderId}/cancel', '/store/orders/{orderId}/deliver',
       '/webhook-endpoints', '/webhook-endpoints/{endpointId}', '/webhook-endpoints/{endpointId}/deliveries',
       '/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/retry', '/webhook-endpoints/{endpointId}/rotate-secret',
     ]);
@@ -106,7 +106,7 @@ describe('OpenAPI document', () => {
 
   test('when reading x-webhooks, then each event kind is a POST whose body is its event schema, with the Standard Webhooks headers', () => {
     const hooks = (doc as unknown as { 'x-webhooks': Record<string, { post: { requestBody: { content: Record<string, { schema: { $ref: string } }> }; parameters: Array<{ name: string; in: string }> } }> })['x-webhooks'];
-    assert.deepEqual(Object.keys(hooks), ['pet.created', 'pet.status_changed', 'order.placed', 'order.delivered', 'order.cancelled']);
+    assert.deepEqual(Object.keys(hooks), ['pet.created', 'pet.updated', 'pet.status_changed', 'pet.deleted', 'order.placed', 'order.delivered', 'order.cancelled']);
     for (const [type, hook] of Object.entries(hooks)) {
       const ref = hook.post.requestBody.content['application/json']!.schema.$ref;
       const name = ref.replace('#/components/schemas/', '');
@@ -137,11 +137,12 @@ describe('OpenAPI document', () => {
     assert.equal(body.content['application/json']?.schema.$ref, '#/components/schemas/NewPet');
   });
 
-  test('when reading listPets parameters, then limit (1–100, default 20), status and cursor are optional query parameters', () => {
+  test('when reading listPets parameters, then limit (1–100, default 20), status, categoryId and cursor are optional query parameters', () => {
     const params = op('/pets', 'get').parameters ?? [];
     assert.deepEqual(params.map((p) => [p.name, p.in, p.required]), [
       ['limit', 'query', false],
       ['status', 'query', false],
+      ['categoryId', 'query', false],
       ['cursor', 'query', false],
     ]);
     assert.deepEqual((params[0] as unknown as { schema: object }).schema, { type: 'integer', minimum: 1, maximum: 100, default: 20 });
@@ -150,7 +151,7 @@ describe('OpenAPI document', () => {
   test('when reading responses, then every status the service can return is declared, with their headers', () => {
     assert.deepEqual(Object.keys(op('/pets', 'get').responses), ['200', '400', '401', '429', '500', '503']);
     assert.deepEqual(Object.keys(op('/pets', 'post').responses), ['201', '400', '401', '409', '413', '422', '429', '500', '503']);
-    assert.deepEqual(Object.keys(op('/pets/{petId}', 'get').responses), ['200', '400', '401', '404', '410', '429', '500', '503']);
+    assert.deepEqual(Object.keys(op('/pets/{petId}', 'get').responses), ['200', '304', '400', '401', '404', '410', '429', '500', '503']);
     assert.ok(op('/pets', 'get').responses['200']?.headers?.Link);
     for (const [p, m, s] of [['/pets', 'get', '200'], ['/pets', 'post', '201'], ['/pets/{petId}', 'get', '200'], ['/pets', 'get', '429']]) {
       assert.ok(op(p!, m!).responses[s!]?.headers?.RateLimit, `${m} ${p} ${s} declares RateLimit`);

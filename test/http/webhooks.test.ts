@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { sharedApp, startApp, type TestApp, type TestResponse } from '../helpers/app.js';
+import { EVENT_TYPES } from '../../src/schemas/events.js';
 import { backends } from '../helpers/backends.js';
 import { eventually, type Received, type Receiver, startReceiver } from '../helpers/receiver.js';
 
@@ -92,7 +93,7 @@ for (const backend of backends) {
       assert.deepEqual({ ...created, secret: '', createdAt: '' }, {
         id: created.id,
         url: 'https://hooks.example.com/petstore',
-        eventTypes: ['pet.created', 'pet.status_changed', 'order.placed', 'order.delivered', 'order.cancelled'],
+        eventTypes: [...EVENT_TYPES],
         allEventTypes: true,
         description: 'Warehouse',
         disabled: false,

@@ -46,7 +46,8 @@ export function take(req: IncomingMessage, now: number): Taken | undefined {
   if (req.method !== 'GET' || url === undefined) return undefined;
   if (url.startsWith(PET_PREFIX)) {
     const idText = url.slice(PET_PREFIX.length);
-    if (!CANONICAL_ID.test(idText) || now >= GET_PET_SUNSET_AT) return undefined;
+    // A conditional GET (If-None-Match) is Fastify's: it may answer 304.
+    if (!CANONICAL_ID.test(idText) || now >= GET_PET_SUNSET_AT || req.headers['if-none-match'] !== undefined) return undefined;
     const id = Number(idText);
     return Number.isSafeInteger(id) ? { kind: 'getPet', id } : undefined;
   }

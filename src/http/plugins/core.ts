@@ -3,10 +3,11 @@
 // (with Allow) for the methods a path does not have.
 import type { HTTPMethods } from 'fastify';
 import secureJson from 'secure-json-parse';
-import { InvalidJsonError, InvalidRequestError, MethodNotAllowedError } from '../../errors.js';
+import { InvalidContentTypeError, InvalidJsonError, InvalidRequestError, MethodNotAllowedError } from '../../errors.js';
 import { createRequestLineWriter, writesAt } from '../../logger.js';
 import { eventSchemas } from '../../schemas/events.js';
 import { sharedSchemas } from '../../schemas/index.js';
+import { categorySchemas } from '../../schemas/categories.js';
 import { type App, definePlugin, PLUGIN } from '../plugin.js';
 import { createValidatorCompiler } from '../validation.js';
 import { registerErrorHandling } from './errors.js';
@@ -64,13 +65,26 @@ function registerRequestLog(app: App): void {
 }
 
 export const corePlugin = definePlugin<{ bodyLimit: number }>(PLUGIN.core, [], async (app, { bodyLimit }) => {
-  for (const schema of [...sharedSchemas, ...eventSchemas]) app.addSchema(schema);
-  app.setValidatorCompiler(createValidatorCompiler([...sharedSchemas, ...eventSchemas]));
+  const schemas = [...sharedSchemas, ...categorySchemas, ...eventSchemas];
+  for (const schema of schemas) app.addSchema(schema);
+  app.setValidatorCompiler(createValidatorCompiler(schemas));
   registerErrorHandling(app, bodyLimit);
 
   app.decorateRequest('auth', null);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
+    try {
+      done(null, parseJson(body as Buffer));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  });
+  // JSON Merge Patch (RFC 7396) bodies, for PATCH only; elsewhere refused as before.
+  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'buffer' }, (req, body, done) => {
+    if (req.method !== 'PATCH') {
+      done(new InvalidContentTypeError('Content-Type application/merge-patch+json is for PATCH requests. Send the body as JSON with Content-Type: application/json.'), undefined);
+      return;
+    }
     try {
       done(null, parseJson(body as Buffer));
     } catch (err) {

@@ -1,6 +1,7 @@
 // Thin handlers: validated input in, service call, shaped output. No business rules here.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
+import Type from 'typebox';
 import type { Clock } from '../../clock.js';
 import { GoneError } from '../../errors.js';
 import {
@@ -17,9 +18,11 @@ import {
 import type { Services } from '../../services/index.js';
 import type { PetPage } from '../../services/pets.js';
 import { GET_PET_SUNSET_AT, getPetDeprecationExtensions, getPetDeprecationHeaders } from '../deprecation.js';
+import { petEtag } from '../../services/pet-changes.js';
+import { etagHeader, noneMatchFails } from '../conditional.js';
 import { accountId } from '../plugins/auth.js';
 import type { Metrics } from '../plugins/metrics.js';
-import { commonErrors, errorResponse, idempotentReplayedHeader, nextPageLink, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, success } from '../responses.js';
+import { commonErrors, errorResponse, idempotentReplayedHeader, noContent, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, success } from '../responses.js';
 
 const linkHeader = pageLinkHeaders('/v1/pets');
 
@@ -65,6 +68,15 @@ export interface PetRoutesOptions {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** The Link to the next page of pets, keeping `limit` and both filters. */
+export function nextPetsLink(limit: number, status: string | undefined, categoryId: number | undefined, cursor: string): string {
+  const next = new URLSearchParams({ limit: String(limit) });
+  if (status) next.set('status', status);
+  if (categoryId !== undefined) next.set('categoryId', String(categoryId));
+  next.set('cursor', cursor);
+  return `</v1/pets?${next.toString()}>; rel="next"`;
+}
+
 /** The route's compiled serializer for its 200 application/json response schema. */
 function serialized(reply: FastifyReply, value: object): string {
   return String(reply.serializeInput(value as Record<string, unknown>, '200', 'application/json'));
@@ -86,9 +98,10 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
         tags: ['animals'],
         summary: 'List all animals',
         description:
-          'Returns a page of the account\'s animals in ascending `id` order, optionally filtered by `status`. ' +
+          'Returns a page of the account\'s animals in ascending `id` order, optionally filtered by `status` and `categoryId`. ' +
           'When more animals exist, the `Link` header carries `rel="next"`; follow it until it is absent. ' +
-          'Pages are keyset-based: every animal that existed when paging started is returned exactly once.',
+          'Pages are keyset-based: every animal that existed when paging started, and still matches the filters, is returned exactly once; ' +
+          'one whose status or category changes during a filtered walk may be missed, never repeated.',
         querystring: ListPetsQuery,
         response: {
           200: success('A page of animals (a bare JSON array).', ref(Pets), linkHeader),
@@ -101,11 +114,11 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       },
     },
     async (request, reply) => {
-      const { limit = PAGE_LIMIT_DEFAULT, status, cursor } = request.query;
-      const page = await services.pets.list(accountId(request), { limit, status, cursor });
+      const { limit = PAGE_LIMIT_DEFAULT, status, categoryId, cursor } = request.query;
+      const page = await services.pets.list(accountId(request), { limit, status, categoryId, cursor });
       let wire = pageWire.get(page);
       if (!wire) {
-        const link = page.nextCursor ? nextPageLink('/v1/pets', limit, status, page.nextCursor) : undefined;
+        const link = page.nextCursor ? nextPetsLink(limit, status, categoryId, page.nextCursor) : undefined;
         wire = { body: serialized(reply, page.pets), link };
         if (Object.isFrozen(page)) pageWire.set(page, wire);
       }
@@ -127,10 +140,11 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
         body: ref(NewPet),
         headers: CreatePetHeaders,
         response: {
-          201: success('Animal added (or, with a reused Idempotency-Key, the first response replayed). The body includes the assigned `id`.', ref(Pet), {
-            ...rateLimitHeaders,
-            ...idempotentReplayedHeader,
-          }),
+          201: success(
+            'Animal added (or, with a reused Idempotency-Key, the first response replayed: the pet as it is now). The body includes the assigned `id`.',
+            ref(Pet),
+            { ...rateLimitHeaders, ...idempotentReplayedHeader, ...etagHeader },
+          ),
           409: errorResponse('A request with the same Idempotency-Key is still running (`idempotency_key_in_use`). Retry after `Retry-After` seconds.', {
             ...rateLimitHeaders,
             ...retryAfterHeader,
@@ -147,10 +161,13 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     },
     async (request, reply) => {
       const header = request.headers['idempotency-key'];
-      if (header === undefined) return reply.status(201).send(await services.pets.create(accountId(request), request.body));
+      if (header === undefined) {
+        const pet = await services.pets.create(accountId(request), request.body);
+        return reply.status(201).header('etag', petEtag(pet)).send(pet);
+      }
       const { pet, replayed } = await services.pets.createIdempotent(accountId(request), request.body, idempotencyKeyValue(header));
       if (replayed) reply.header('idempotent-replayed', 'true');
-      return reply.status(201).send(pet);
+      return reply.status(201).header('etag', petEtag(pet)).send(pet);
     },
   );
 
@@ -167,12 +184,15 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
         summary: 'Get an animal (deprecated)',
         description:
           'Deprecated: removed on 5 December 2030 (from then on it answers 410 `gone`). Use `GET /pets` with the `status` filter instead. ' +
-          'Every response carries `Deprecation`, `Sunset` and `Link` headers. An animal of another account answers 404, like a missing one.',
+          'Every response carries `Deprecation`, `Sunset` and `Link` headers. An animal of another account answers 404, like a missing one. ' +
+          'The 200 carries the pet\'s `ETag`; with `If-None-Match` naming it, the answer is 304 without a body.',
         deprecated: true,
         ...getPetDeprecationExtensions,
         params: PetIdParams,
+        headers: Type.Object({ 'if-none-match': Type.Optional(Type.String({ description: 'An ETag from an earlier read (or `*`): 304 without a body while the pet is unchanged.' })) }),
         response: {
-          200: success('The animal.', ref(Pet), deprecationHeaders),
+          200: success('The animal.', ref(Pet), { ...deprecationHeaders, ...etagHeader }),
+          304: noContent('Not modified: the pet\'s ETag is one `If-None-Match` names.', { ...deprecationHeaders, ...etagHeader }),
           400: errorResponse('`petId` is not an integer from 1 to 9007199254740991 (`invalid_request`).', deprecationHeaders),
           404: errorResponse('No animal with this id in the account (`not_found`).', deprecationHeaders),
           410: errorResponse('The operation was removed at its sunset date (`gone`).', deprecationHeaders),
@@ -186,6 +206,9 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
         throw new GoneError('GET /v1/pets/{petId} was removed on 5 December 2030. Use GET /v1/pets with the status filter instead.');
       }
       const pet = await services.pets.get(accountId(request), request.params.petId);
+      const etag = petEtag(pet);
+      reply.header('etag', etag);
+      if (noneMatchFails(request.headers['if-none-match'], etag)) return reply.status(304).send();
       let body = petWire.get(pet);
       if (body === undefined) {
         body = serialized(reply, pet);

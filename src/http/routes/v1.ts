@@ -11,6 +11,8 @@ import { orderRoutes } from './orders.js';
 import { eventRoutes } from './events.js';
 import { webhookRoutes } from './webhooks.js';
 import { type PetWire, petRoutes } from './pets.js';
+import { petChangeRoutes } from './pet-changes.js';
+import { categoryRoutes } from './categories.js';
 
 export interface V1Options {
   services: Services;
@@ -24,6 +26,8 @@ export const v1Routes: FastifyPluginAsyncTypebox<V1Options> = async (app, { serv
   app.addHook('onRequest', createAuthHook(services.apiKeys));
   app.addHook('onRequest', createRateLimitHook(rateLimiter, metrics));
   await app.register(petRoutes, { services, clock, wire });
+  await app.register(petChangeRoutes, { services });
+  await app.register(categoryRoutes, { services });
   await app.register(orderRoutes, { services });
   await app.register(eventRoutes, { services });
   await app.register(webhookRoutes, { services });

@@ -22,7 +22,11 @@ export interface Dialect {
   list(values: readonly string[]): unknown;
   /** A LIMIT parameter that sets no limit. */
   readonly noLimit: number | null;
+  /** The driver's error for a row that a unique index refused. */
+  isUniqueViolation(error: unknown): boolean;
 }
+
+const codeOf = (error: unknown): unknown => (error as { code?: unknown } | null)?.code;
 
 export const sqliteDialect: Dialect = {
   name: 'sqlite',
@@ -34,6 +38,7 @@ export const sqliteDialect: Dialect = {
   inList: (column) => `${column} IN (SELECT value FROM json_each(?))`,
   list: (values) => JSON.stringify(values),
   noLimit: -1,
+  isUniqueViolation: (error) => codeOf(error) === 'SQLITE_CONSTRAINT_UNIQUE' || codeOf(error) === 'SQLITE_CONSTRAINT_PRIMARYKEY',
 };
 
 export const postgresDialect: Dialect = {
@@ -46,4 +51,5 @@ export const postgresDialect: Dialect = {
   inList: (column) => `${column} = ANY(?::text[])`,
   list: (values) => values,
   noLimit: null,
+  isUniqueViolation: (error) => codeOf(error) === '23505',
 };

@@ -10,6 +10,7 @@ import { eventsAndWebhooks } from './006-events-and-webhooks.js';
 import { apiKeyChangeNotifications } from './007-api-key-change-notifications.js';
 import { aCheaperEventLog } from './008-a-cheaper-event-log.js';
 import { eventRuns } from './009-event-runs.js';
+import { inventoryAndCategories } from './010-inventory-and-categories.js';
 
 export type { Migration, MigrationBackend } from './migration.js';
 
@@ -23,4 +24,5 @@ export const migrations: readonly Migration[] = [
   apiKeyChangeNotifications,
   aCheaperEventLog,
   eventRuns,
+  inventoryAndCategories,
 ];

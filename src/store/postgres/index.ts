@@ -2,6 +2,7 @@
 import { postgresDialect } from '../core/dialect.js';
 import { createAccountRepository } from '../accounts.js';
 import { type ApiKeyWatch, createApiKeyRepository } from '../api-keys.js';
+import { createCategoryRepository } from '../categories.js';
 import { createIdempotencyRepository } from '../idempotency.js';
 import { createPetRepository } from '../pets.js';
 import { createSettingsRepository } from '../settings.js';
@@ -43,6 +44,7 @@ export function createPostgresStore(url: string, options: PostgresOptions & { ev
     idempotency: createIdempotencyRepository(db, postgresDialect),
     pets,
     events,
+    categories: createCategoryRepository(db, postgresDialect),
     orders: createPostgresOrders(db),
     messages: createPostgresMessages(db),
     jobs: createPostgresJobs(db),

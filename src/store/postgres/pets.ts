@@ -14,7 +14,16 @@ const INPUT = `
     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[])
       WITH ORDINALITY AS t(account_id, name, category_id, status, created_at, ord)
   ),
-  counts AS (SELECT account_id, count(*) AS n FROM input GROUP BY account_id)`;
+  counts AS (
+    SELECT account_id, count(*) AS n,
+      count(*) FILTER (WHERE status = 'available') AS available, count(*) FILTER (WHERE status = 'pending') AS pending,
+      count(*) FILTER (WHERE status = 'sold') AS sold, count(*) FILTER (WHERE status IS NULL) AS unset
+    FROM input GROUP BY account_id
+  )`;
+
+// The account's counters: its last pet id and its inventory.
+const COUNTERS = `last_pet_id = a.last_pet_id + c.n, pets_available = a.pets_available + c.available,
+    pets_pending = a.pets_pending + c.pending, pets_sold = a.pets_sold + c.sold, pets_unset = a.pets_unset + c.unset`;
 
 const INSERTED = `
   inserted AS (
@@ -24,25 +33,36 @@ const INSERTED = `
     RETURNING 1
   )`;
 
+// Each category's pet count (categories.ts); only for accounts that exist (next).
+const CATEGORIES = `
+  categorized AS (
+    INSERT INTO categories (account_id, id, pet_count)
+    SELECT i.account_id, i.category_id, count(*) FROM input i JOIN next n ON n.account_id = i.account_id GROUP BY i.account_id, i.category_id
+    ON CONFLICT (account_id, id) DO UPDATE SET pet_count = categories.pet_count + excluded.pet_count
+    RETURNING 1
+  )`;
+
 const RESULT = 'SELECT account_id, base, (SELECT count(*) FROM inserted) AS inserted FROM next';
 
 const WITH_EVENTS = `
   WITH ${INPUT},
   next AS (
-    UPDATE accounts a SET last_pet_id = a.last_pet_id + c.n, last_event_seq = a.last_event_seq + c.n FROM counts c WHERE a.id = c.account_id
+    UPDATE accounts a SET ${COUNTERS}, last_event_seq = a.last_event_seq + c.n FROM counts c WHERE a.id = c.account_id
     RETURNING a.id AS account_id, a.last_pet_id - c.n AS base, a.last_event_seq - c.n AS event_base, c.n
   ),
   ${INSERTED},
+  ${CATEGORIES},
   ev AS (${petRunsInsertSql('next', 6)})
   ${RESULT}`;
 
 const WITHOUT_EVENTS = `
   WITH ${INPUT},
   next AS (
-    UPDATE accounts a SET last_pet_id = a.last_pet_id + c.n FROM counts c WHERE a.id = c.account_id
+    UPDATE accounts a SET ${COUNTERS} FROM counts c WHERE a.id = c.account_id
     RETURNING a.id AS account_id, a.last_pet_id - c.n AS base
   ),
-  ${INSERTED}
+  ${INSERTED},
+  ${CATEGORIES}
   ${RESULT}`;
 
 export function postgresPetBatches(db: PostgresDatabase, events: boolean): PetBackend {

@@ -3,6 +3,7 @@ import type { Store } from '../types.js';
 import { sqliteDialect } from '../core/dialect.js';
 import { createAccountRepository } from '../accounts.js';
 import { createApiKeyRepository } from '../api-keys.js';
+import { createCategoryRepository } from '../categories.js';
 import { createIdempotencyRepository } from '../idempotency.js';
 import { createPetRepository } from '../pets.js';
 import { createSettingsRepository } from '../settings.js';
@@ -45,6 +46,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     idempotency: createIdempotencyRepository(db, sqliteDialect),
     pets: cache ? withReadCache(pets, cache, () => void changes.counter()) : pets,
     events,
+    categories: createCategoryRepository(db, sqliteDialect),
     orders: createSqliteOrders(db),
     messages: createSqliteMessages(db),
     jobs: createSqliteJobs(db),

@@ -2,9 +2,9 @@
 // in-memory read cache (read-cache.ts) in front of get and list.
 import type { Pet } from '../../schemas/index.js';
 import type { Sql, SqlDatabase } from '../core/sql.js';
-import { nextIds } from '../accounts.js';
+import { adjustCategories } from '../categories.js';
 import type { NewEvent } from '../events.js';
-import { type ListPetsQuery, type PetBackend, type PetCreate, type PetMemory, type PetRepository, toPet } from '../pets.js';
+import { categoryCounts, inventoryDelta, type ListPetsQuery, nextPetIds, type PetBackend, type PetCreate, type PetMemory, type PetRepository, toPet } from '../pets.js';
 import { petCreatedEvent } from '../../services/domain-events.js';
 import type { ReadCache } from './read-cache.js';
 
@@ -15,12 +15,16 @@ const insertSqls: string[] = [];
 const insertSql = (rows: number) =>
   (insertSqls[rows] ??= `INSERT INTO pets (account_id, id, name, category_id, status, created_at) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?, ?)').join(', ')}`);
 
-/** Each item's id, in call order within its account: one counter update per account. */
+/** Each item's id, in call order within its account: one counter update (ids and inventory) per account. */
 async function idsFor(tx: Sql, batch: readonly PetCreate[]): Promise<number[]> {
-  const counts = new Map<string, number>();
-  for (const { accountId } of batch) counts.set(accountId, (counts.get(accountId) ?? 0) + 1);
+  const statuses = new Map<string, Array<PetCreate['pet']['status']>>();
+  for (const { accountId, pet } of batch) {
+    const list = statuses.get(accountId);
+    if (list) list.push(pet.status);
+    else statuses.set(accountId, [pet.status]);
+  }
   const next = new Map<string, number>();
-  for (const [accountId, count] of counts) next.set(accountId, await nextIds(tx, 'last_pet_id', accountId, count));
+  for (const [accountId, list] of statuses) next.set(accountId, await nextPetIds(tx, accountId, list.length, inventoryDelta(list)));
   return batch.map(({ accountId }) => {
     const id = next.get(accountId)!;
     next.set(accountId, id + 1);
@@ -38,6 +42,7 @@ export function sqlitePetBatches(db: SqlDatabase, appendMany: AppendMany, cache:
     writeBatch: (batch) =>
       db.transaction(async (tx) => {
         const ids = await idsFor(tx, batch);
+        await adjustCategories(tx, categoryCounts(batch));
         for (let start = 0; start < batch.length; ) {
           const size = 2 ** Math.floor(Math.log2(batch.length - start));
           const values: unknown[] = [];
@@ -70,9 +75,9 @@ export function withReadCache(pets: PetRepository, cache: ReadCache, fresh: () =
       fresh();
       return cache.getPet(accountId, id);
     },
-    page({ accountId, limit, status, afterId = 0 }: ListPetsQuery) {
+    page({ accountId, limit, status, categoryId, afterId = 0 }: ListPetsQuery) {
       fresh();
-      return cache.getPage(accountId, status, afterId, limit);
+      return cache.getPage(accountId, { status, categoryId }, afterId, limit);
     },
   };
   return {
@@ -90,7 +95,7 @@ export function withReadCache(pets: PetRepository, cache: ReadCache, fresh: () =
       // Read before the query: a commit while it runs leaves the entry stale, never wrong.
       const generation = cache.generation(query.accountId);
       const rows = (await pets.list(query)) as Pet[];
-      return cache.setPage(query.accountId, query.status, query.afterId ?? 0, query.limit, rows, generation);
+      return cache.setPage(query.accountId, { status: query.status, categoryId: query.categoryId }, query.afterId ?? 0, query.limit, rows, generation);
     },
   };
 }

@@ -3,8 +3,8 @@
 //   the accounts it wrote to before any caller hears back;
 // - a commit by any other connection or process changes PRAGMA data_version, and the next
 //   read after that finds the whole cache cleared.
-// - a pet's status changed by this connection (an order placed, delivered or cancelled) drops
-//   that pet and the account's pages, before the caller hears back.
+// - a pet changed or deleted by this connection (a PATCH, a DELETE, an order moving its
+//   status) drops that pet and the account's pages, before the caller hears back.
 // Nothing else changes a pet, so a cached pet stays right until then.
 // Cached values are frozen and shared: callers may memoize what they derive from them
 // (the next-page cursor, the serialized JSON) by identity.
@@ -18,6 +18,12 @@ export interface ReadCacheLimits {
 }
 
 export const DEFAULT_READ_CACHE_LIMITS: ReadCacheLimits = { pages: 256, pets: 10_000 };
+
+/** A page's filters. */
+export interface PageFilter {
+  status?: string | undefined;
+  categoryId?: number | undefined;
+}
 
 interface CachedPage {
   rows: readonly Pet[];
@@ -41,8 +47,8 @@ export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIM
   /** Bumped after every local commit that added pets to the account. */
   const generations = new Map<string, number>();
 
-  const pageKey = (accountId: string, status: string | undefined, afterId: number, limit: number) =>
-    `${accountId}\u0000${status ?? ''}\u0000${afterId}\u0000${limit}`;
+  const pageKey = (accountId: string, filter: PageFilter, afterId: number, limit: number) =>
+    `${accountId}\u0000${filter.status ?? ''}\u0000${filter.categoryId ?? ''}\u0000${afterId}\u0000${limit}`;
   const petKey = (accountId: string, id: number) => `${accountId}\u0000${id}`;
 
   return {
@@ -58,7 +64,7 @@ export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIM
       generations.set(accountId, (generations.get(accountId) ?? 0) + 1);
     },
 
-    /** This connection changed one of the account's pets (its status): drop it and the account's pages. */
+    /** This connection changed or deleted one of the account's pets: drop it and the account's pages. */
     petChanged(accountId: string, id: number): void {
       pets.delete(petKey(accountId, id));
       generations.set(accountId, (generations.get(accountId) ?? 0) + 1);
@@ -68,16 +74,16 @@ export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIM
       return generations.get(accountId) ?? 0;
     },
 
-    getPage(accountId: string, status: string | undefined, afterId: number, limit: number): readonly Pet[] | undefined {
-      const entry = pages.get(pageKey(accountId, status, afterId, limit));
+    getPage(accountId: string, filter: PageFilter, afterId: number, limit: number): readonly Pet[] | undefined {
+      const entry = pages.get(pageKey(accountId, filter, afterId, limit));
       return entry && entry.generation === (generations.get(accountId) ?? 0) ? entry.rows : undefined;
     },
 
     /** `generation` must be read before the query ran, so a commit in between leaves the entry stale. */
-    setPage(accountId: string, status: string | undefined, afterId: number, limit: number, rows: Pet[], generation: number): readonly Pet[] {
+    setPage(accountId: string, filter: PageFilter, afterId: number, limit: number, rows: Pet[], generation: number): readonly Pet[] {
       for (const pet of rows) freezePet(pet);
       const frozen = Object.freeze(rows);
-      setBounded(pages, pageKey(accountId, status, afterId, limit), { rows: frozen, generation }, limits.pages);
+      setBounded(pages, pageKey(accountId, filter, afterId, limit), { rows: frozen, generation }, limits.pages);
       return frozen;
     },
 
