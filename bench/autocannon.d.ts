@@ -9,6 +9,8 @@ declare module 'autocannon' {
       path?: string;
       headers?: Record<string, string>;
       body?: string | Buffer;
+      /** Called before each send of this request: returns the request to send (then encoded each time). */
+      setupRequest?: (request: Request, context: Record<string, unknown>) => Request;
     }
 
     interface Options {

@@ -66,7 +66,7 @@ const DEEP_PAGE_NUMBER = 5_000;
 const CONNECTIONS = [1, 50] as const;
 const WARMUP_CONNECTIONS = 50;
 
-const SCENARIO_IDS = ['list20', 'list100-available', 'deep-page', 'create', 'get-by-id', 'mixed', 'defaults', 'webhooks', 'soak'] as const;
+const SCENARIO_IDS = ['list20', 'list100-available', 'deep-page', 'create', 'get-by-id', 'mixed', 'patch', 'inventory', 'inventory-10', 'defaults', 'webhooks', 'soak'] as const;
 type ScenarioId = (typeof SCENARIO_IDS)[number];
 
 
@@ -223,6 +223,28 @@ function getByIdRequests(ctx: Context, n = 100, seed = 1): AcRequest[] {
   return Array.from({ length: n }, () => get(`/v1/pets/${ids[Math.floor(rand() * ids.length)]}`, ctx.seed.catalog));
 }
 
+/**
+ * PATCH /v1/pets/{petId} renaming random catalog pets, each request to a name not used before
+ * (built as it is sent), so every one writes: the pet, its pet.updated event, a durable commit.
+ */
+function patchRequests(ctx: Context): AcRequest[] {
+  const rand = prng(4);
+  const ids = ctx.seed.catalogIds;
+  let n = 0;
+  return [
+    {
+      method: 'PATCH',
+      path: '/v1/pets/1',
+      headers: { ...auth(ctx.seed.catalog), 'content-type': 'application/merge-patch+json' },
+      setupRequest: (req) => ({
+        ...req,
+        path: `/v1/pets/${ids[Math.floor(rand() * ids.length)]}`,
+        body: JSON.stringify({ name: `Renamed ${++n}` }),
+      }),
+    },
+  ];
+}
+
 /** 90 % reads on the catalog (first pages, by id, status filter, deep page), 10 % POSTs on the writer, shuffled. */
 function mixedRequests(ctx: Context): AcRequest[] {
   const { catalog, writer } = ctx.seed;
@@ -323,7 +345,23 @@ const PREFLIGHT: Record<Exclude<ScenarioId, 'soak' | 'defaults' | 'webhooks'>, (
     await PREFLIGHT.list20(ctx);
     await PREFLIGHT['get-by-id'](ctx);
   },
+  async patch(ctx) {
+    const id = ctx.seed.catalogIds[23_456]!;
+    const res = await call(ctx, ctx.seed.catalog, `/v1/pets/${id}`, { method: 'PATCH', body: '{"name":"Preflight"}', headers: { 'content-type': 'application/merge-patch+json' } });
+    check(res.status === 200 && (res.json() as Pet).name === 'Preflight', `patch: HTTP ${res.status} ${res.text.slice(0, 200)}`);
+  },
+  async inventory(ctx) {
+    await expectInventory(ctx, ctx.seed.catalog, CATALOG_PETS);
+  },
+  async 'inventory-10'(ctx) {
+    await expectInventory(ctx, ctx.seed.tiny, 10);
+  },
 };
+
+async function expectInventory(ctx: Context, account: Credentials, total: number): Promise<void> {
+  const res = await call(ctx, account, '/v1/store/inventory');
+  check(res.status === 200 && (res.json() as { total: number }).total === total, `inventory: HTTP ${res.status} ${res.text.slice(0, 200)} (expected total ${total})`);
+}
 
 // ---------------------------------------------------------------------------------------
 
@@ -655,6 +693,9 @@ async function measure(
     { id: 'create', title: 'POST /v1/pets (writer account)', requests: () => [post(ctx.seed.writer)] },
     { id: 'get-by-id', title: 'GET /v1/pets/{petId} (random ids)', requests: () => getByIdRequests(ctx) },
     { id: 'mixed', title: 'mixed 90% reads / 10% POST', requests: () => mixedRequests(ctx) },
+    { id: 'patch', title: 'PATCH /v1/pets/{petId} (rename, random ids)', requests: () => patchRequests(ctx) },
+    { id: 'inventory', title: `GET /v1/store/inventory (${CATALOG_PETS.toLocaleString('en-US')} pets)`, requests: () => [get('/v1/store/inventory', ctx.seed.catalog)] },
+    { id: 'inventory-10', title: 'GET /v1/store/inventory (10 pets)', requests: () => [get('/v1/store/inventory', ctx.seed.tiny)] },
   ];
 
   for (const scenario of scenarios.filter((s) => opts.scenarios.includes(s.id))) {

@@ -162,7 +162,9 @@ for (const backend of backends) {
       });
       await isLocked;
       let secondSaw = undefined as { status?: string } | undefined;
-      const second = store.db.transaction(async (tx) => (secondSaw = await store.pets.lock(tx, a!.id, rex.id)));
+      const second = store.db.transaction(async (tx) => {
+        secondSaw = await store.pets.lock(tx, a!.id, rex.id);
+      });
       try {
         await sleep(200);
         assert.equal(secondSaw, undefined, 'the second lock waits');
@@ -170,7 +172,7 @@ for (const backend of backends) {
         release();
       }
       await Promise.all([first, second]);
-      assert.equal(secondSaw?.status, 'pending');
+      assert.equal((secondSaw as { status?: string } | undefined)?.status, 'pending');
     });
   });
 }

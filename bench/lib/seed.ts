@@ -3,7 +3,13 @@
 // take minutes; one transaction takes seconds.
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { RECOUNT_INVENTORY_AND_CATEGORIES } from '../../src/store/migrations/010-inventory-and-categories.js';
 import { runNode } from './procs.js';
+
+// A service with inventory counters (migration 10) keeps them with every change; pets inserted
+// by SQL here are counted once afterwards. Older services (a side-by-side "before") have none.
+const HAS_CATEGORIES_SQLITE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'categories'";
+const HAS_CATEGORIES_POSTGRES = "SELECT 1 FROM pg_tables WHERE tablename = 'categories'";
 
 export interface Credentials {
   name: string;
@@ -17,6 +23,8 @@ export interface SeedResult {
   /** No seeded pets: POSTs go here so the catalog's pages stay the same all run. */
   writer: Credentials;
   others: Credentials[];
+  /** An account with 10 pets (the inventory row "as fast with 10 pets as with 100 000"). */
+  tiny: Credentials;
   /** The catalog's pet ids, ascending. */
   catalogIds: number[];
   catalogStatusCounts: Record<string, number>;
@@ -85,12 +93,14 @@ export async function seedStore(opts: {
   const catalog = await createAccount(cli, env, 'bench-catalog');
   const writer = await createAccount(cli, env, 'bench-writer');
   const others = [await createAccount(cli, env, 'bench-other-a'), await createAccount(cli, env, 'bench-other-b')];
+  const tiny = await createAccount(cli, env, 'bench-tiny');
   const rows = catalogueRows(catalog, others, opts.catalogPets, opts.otherPets);
+  for (let i = 0; i < 10; i++) rows.push({ accountId: tiny.accountId, id: i + 1, name: `Tiny ${i + 1}`, categoryId: 1 + (i % 3), status: STATUSES[i % STATUSES.length] ?? null });
   const createdAt = new Date().toISOString();
   const seeded = database.startsWith('postgres://') || database.startsWith('postgresql://')
     ? await seedPostgres(database, rows, createdAt, catalog.accountId)
     : seedSqlite(database, rows, createdAt, catalog.accountId);
-  return { catalog, writer, others, ...seeded, seedMs: Date.now() - t0 };
+  return { catalog, writer, others, tiny, ...seeded, seedMs: Date.now() - t0 };
 }
 
 type Seeded = Pick<SeedResult, 'catalogIds' | 'catalogStatusCounts'>;
@@ -109,6 +119,7 @@ async function seedPostgres(url: string, rows: PetSeedRow[], createdAt: string, 
       );
     }
     for (const [accountId, last] of lastIdsOf(rows)) await client.query('UPDATE accounts SET last_pet_id = $1 WHERE id = $2', [last, accountId]);
+    if ((await client.query(HAS_CATEGORIES_POSTGRES)).rowCount) await client.query(RECOUNT_INVENTORY_AND_CATEGORIES);
     await client.query('COMMIT');
     // Fresh statistics, so the planner sees the catalogue as it is (autovacuum may not have run yet).
     await client.query('VACUUM ANALYZE pets');
@@ -134,6 +145,7 @@ function seedSqlite(dbFile: string, rows: PetSeedRow[], createdAt: string, catal
       for (const r of rows) insertRow.run(r.accountId, r.id, r.name, r.categoryId, r.status, createdAt);
       const setLast = db.prepare('UPDATE accounts SET last_pet_id = ? WHERE id = ?');
       for (const [accountId, last] of lastIdsOf(rows)) setLast.run(last, accountId);
+      if (db.prepare(HAS_CATEGORIES_SQLITE).get()) db.exec(RECOUNT_INVENTORY_AND_CATEGORIES);
     })();
     const catalogIds = db
       .prepare<[string], { id: number }>('SELECT id FROM pets WHERE account_id = ? ORDER BY id')

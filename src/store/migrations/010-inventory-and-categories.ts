@@ -4,8 +4,8 @@
 // kept in the same transaction as every change, so reading them is O(1) and always exact.
 import type { Migration } from './migration.js';
 
-// Backfills from what exists now: each counter equals a recount.
-const BACKFILL = `
+/** Backfills from what exists now: each counter equals a recount (also for stores filled by SQL, as the bench seeds them). */
+export const RECOUNT_INVENTORY_AND_CATEGORIES = `
   UPDATE accounts SET
     pets_available = (SELECT count(*) FROM pets p WHERE p.account_id = accounts.id AND p.status = 'available'),
     pets_pending   = (SELECT count(*) FROM pets p WHERE p.account_id = accounts.id AND p.status = 'pending'),
@@ -37,7 +37,7 @@ export const inventoryAndCategories: Migration = {
       PRIMARY KEY (account_id, id)
     ) STRICT, WITHOUT ROWID;
     CREATE UNIQUE INDEX categories_by_name ON categories (account_id, name_key) WHERE name_key IS NOT NULL;
-    ${BACKFILL}
+    ${RECOUNT_INVENTORY_AND_CATEGORIES}
   `,
   postgres: `
     ALTER TABLE pets ADD COLUMN deleted_at timestamptz;
@@ -58,6 +58,6 @@ export const inventoryAndCategories: Migration = {
       PRIMARY KEY (account_id, id)
     );
     CREATE UNIQUE INDEX categories_by_name ON categories (account_id, name_key) WHERE name_key IS NOT NULL;
-    ${BACKFILL}
+    ${RECOUNT_INVENTORY_AND_CATEGORIES}
   `,
 };
