@@ -22,10 +22,19 @@ export function ifMatchOf(header: string | undefined): IfMatch | undefined {
   return header === undefined ? undefined : entityTags(header, 'If-Match');
 }
 
-/** True when If-None-Match names `etag` (weak comparison: W/ is ignored on both) or is `*`. */
+/**
+ * True when If-None-Match names `etag` (weak comparison: W/ is ignored on both) or is `*`. A
+ * malformed value is ignored (the full answer is always a safe reply to a GET); a malformed
+ * If-Match is refused instead, since ignoring it would let an unsafe change through.
+ */
 export function noneMatchFails(header: string | undefined, etag: string): boolean {
   if (header === undefined) return false;
-  const tags = entityTags(header, 'If-None-Match');
+  let tags: IfMatch;
+  try {
+    tags = entityTags(header, 'If-None-Match');
+  } catch {
+    return false;
+  }
   if (tags === '*') return true;
   const opaque = etag.replace(/^W\//, '');
   return tags.some((tag) => tag.replace(/^W\//, '') === opaque);

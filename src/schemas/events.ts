@@ -3,7 +3,8 @@
 import Type, { type Static } from 'typebox';
 import { Id, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PetStatus, ref, TEXT_PATTERN, Timestamp } from './index.js';
 
-export const EVENT_TYPES = ['pet.created', 'pet.updated', 'pet.status_changed', 'pet.deleted', 'order.placed', 'order.delivered', 'order.cancelled'] as const;
+// Append only: a kind's index is its bit in the masks stored with webhook endpoints and cursors.
+export const EVENT_TYPES = ['pet.created', 'pet.status_changed', 'order.placed', 'order.delivered', 'order.cancelled', 'pet.updated', 'pet.deleted'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export const EventType = Type.Enum(EVENT_TYPES, {
@@ -85,7 +86,7 @@ export const OrderPlacedEvent = eventFields('order.placed', 'An order was placed
 export const OrderDeliveredEvent = eventFields('order.delivered', 'An order was delivered (its pet became `sold`). `data.object` is the Order.', objectData('Order'));
 export const OrderCancelledEvent = eventFields('order.cancelled', 'An order was cancelled (its pet became `available`). `data.object` is the Order.', objectData('Order'));
 
-export const EVENT_SCHEMAS = [PetCreatedEvent, PetUpdatedEvent, PetStatusChangedEvent, PetDeletedEvent, OrderPlacedEvent, OrderDeliveredEvent, OrderCancelledEvent] as const;
+export const EVENT_SCHEMAS = [PetCreatedEvent, PetStatusChangedEvent, PetUpdatedEvent, PetDeletedEvent, OrderPlacedEvent, OrderDeliveredEvent, OrderCancelledEvent] as const;
 
 export const Event = Type.Union(EVENT_SCHEMAS.map((schema) => ref(schema)), {
   $id: 'Event',

@@ -760,10 +760,10 @@ export interface FuzzContext {
   doc: OpenApiDocument;
   keys: { A: string; B: string; staging: string; revoked: string };
   pets: Record<Who, Map<number, StoredPet>>;
-  cursors: Record<Who, Array<{ cursor: string; status: string | undefined }>>;
+  cursors: Record<Who, Array<{ cursor: string; status: string | undefined; categoryId?: string | undefined }>>;
   /** The 404 message for a missing id, with the id replaced by "{id}". */
   missingMessage: string;
-  /** Takes each known pet's status from the store (orders change them). */
+  /** Takes each known pet's status from the store (orders change them; PATCH and DELETE are recorded as answered). */
   resyncStatuses(): Promise<void>;
   stats: FuzzStats;
   check: ReturnType<typeof createOpenApiChecker>;
@@ -844,6 +844,7 @@ function materialize(ctx: FuzzContext, plan: Plan): Materialized {
   let petRef: Materialized['petRef'] = null;
   let cursorRef: Materialized['cursorRef'] = null;
   let cursorStatus: string | undefined;
+  let cursorCategory: string | undefined;
 
   const resolveValue = (spec: ValueSpec): string => {
     if ('lit' in spec) return spec.lit;
@@ -864,6 +865,7 @@ function materialize(ctx: FuzzContext, plan: Plan): Materialized {
     const edited = !Buffer.from(value, 'base64url').equals(Buffer.from(entry.cursor, 'base64url'));
     cursorRef = { owner, edited, status: entry.status };
     cursorStatus = entry.status;
+    cursorCategory = entry.categoryId;
     return value;
   };
 
@@ -871,10 +873,14 @@ function materialize(ctx: FuzzContext, plan: Plan): Materialized {
   let query = '';
   if (plan.query !== null) {
     const pairs = plan.query.map(([name, value]) => [name, typeof value === 'string' ? value : resolveValue(value)] as const);
-    // A cursor is only valid with the status filter it was issued for: keep them consistent for clean plans.
+    // A cursor is only valid with the filters it was issued for: keep them consistent for clean plans.
     const withStatus =
       plan.clean && cursorRef !== null
-        ? [...pairs.filter(([name]) => name !== 'status'), ...(cursorStatus ? [['status', cursorStatus] as const] : [])]
+        ? [
+            ...pairs.filter(([name]) => name !== 'status' && name !== 'categoryId'),
+            ...(cursorStatus ? [['status', cursorStatus] as const] : []),
+            ...(cursorCategory ? [['categoryId', cursorCategory] as const] : []),
+          ]
         : pairs;
     query = `?${withStatus.map(([name, value]) => `${name}=${value}`).join('&')}`;
   }
@@ -1013,9 +1019,13 @@ function oracle(ctx: FuzzContext, op: OperationInfo | undefined, m: Materialized
     assert.deepEqual(ids, [...ids].sort((a, b) => a - b), `pets in ascending id order:\n${where}`);
     const status = params.get('status');
     if (status) assert.ok(pets.every((p) => p.status === status), `only status=${status}:\n${where}`);
+    const category = params.get('categoryId');
+    if (category) assert.ok(pets.every((p) => p.categoryId === Number(category)), `only categoryId=${category}:\n${where}`);
     if (m.cursorRef === null) {
-      // The first page is exactly the first `limit` of the account's pets with this status.
-      const expected = [...ctx.pets[m.requester!].values()].filter((p) => !status || p.status === status).sort((a, b) => a.id - b.id);
+      // The first page is exactly the first `limit` of the account's pets with these filters.
+      const expected = [...ctx.pets[m.requester!].values()]
+        .filter((p) => (!status || p.status === status) && (!category || p.categoryId === Number(category)))
+        .sort((a, b) => a.id - b.id);
       assert.deepEqual(ids, expected.slice(0, limit).map((p) => p.id), `the first page is complete:\n${where}`);
       assert.equal(res.headers.link !== undefined, expected.length > limit, `Link rel="next" exactly when more pets exist:\n${where}`);
     }
@@ -1025,9 +1035,13 @@ function oracle(ctx: FuzzContext, op: OperationInfo | undefined, m: Materialized
 function record(ctx: FuzzContext, m: Materialized, res: WireResponse): void {
   if (!m.requester || m.request.method === 'HEAD') return;
   const op = documentedOperation(ctx, m.request.method, m.request.target);
-  if (op?.id === 'createPet' && res.status === 201) {
+  if ((op?.id === 'createPet' && res.status === 201) || (op?.id === 'updatePet' && res.status === 200)) {
     const pet = res.json as StoredPet;
     ctx.pets[m.requester].set(pet.id, pet);
+  }
+  if (op?.id === 'deletePet' && res.status === 204) {
+    const id = Number(/^\/v1\/pets\/(\d+)/.exec(m.request.target)?.[1]);
+    ctx.pets[m.requester].delete(id);
   }
 
   const link = res.headers.link;
@@ -1036,7 +1050,9 @@ function record(ctx: FuzzContext, m: Materialized, res: WireResponse): void {
     if (next) {
       const params = new URL(next, ctx.url).searchParams;
       const cursor = params.get('cursor');
-      if (cursor && ctx.cursors[m.requester].length < 200) ctx.cursors[m.requester].push({ cursor, status: params.get('status') ?? undefined });
+      if (cursor && ctx.cursors[m.requester].length < 200) {
+        ctx.cursors[m.requester].push({ cursor, status: params.get('status') ?? undefined, categoryId: params.get('categoryId') ?? undefined });
+      }
     }
   }
 }

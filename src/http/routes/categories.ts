@@ -143,7 +143,11 @@ function getInventory(app: App, services: Services): void {
           'transaction as every create, change, delete and order move, so the answer is exact on every instance and as fast ' +
           'with 100 000 pets as with 10. Experimental.',
         ...stability('experimental'),
-        response: { 200: success('The counts.', ref(Inventory), rateLimitHeaders), ...commonErrors() },
+        response: {
+          200: success('The counts.', ref(Inventory), rateLimitHeaders),
+          400: errorResponse('The request is malformed (`invalid_request`).', rateLimitHeaders),
+          ...commonErrors(),
+        },
       },
     },
     async (request) => services.pets.inventory(accountId(request)),
