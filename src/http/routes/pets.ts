@@ -149,6 +149,8 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
             ...rateLimitHeaders,
             ...retryAfterHeader,
           }),
+          // A replay answers with the pet as it is now: once deleted, there is none.
+          404: errorResponse('With a reused Idempotency-Key: the animal it created has since been deleted (`not_found`).', rateLimitHeaders),
           422: errorResponse('The Idempotency-Key was already used with a different body (`idempotency_key_reused`). Use a new key.', rateLimitHeaders),
           400: errorResponse(
             'The body is missing, not JSON (`invalid_json`), not sent as application/json (`invalid_content_type`), or has a missing, unknown or invalid field (`invalid_request`).',
