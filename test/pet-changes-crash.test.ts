@@ -185,7 +185,7 @@ async function setUp(fixture: Fixture, url: string): Promise<Map<number, Known>>
 
 describe('SIGKILL while pets are changed, deleted and created', { concurrency: true }, () => {
   for (const backend of backends) {
-    it(`${backend.name}: when the server is killed mid-stream ${ROUNDS} times, then every acknowledged change is stored and the inventory and category counts equal a recount`, { timeout: 120_000 }, async (t) => {
+    it(`${backend.name}: when the server is killed mid-stream ${ROUNDS} times, then every acknowledged change is stored and the inventory and category counts equal a recount`, { timeout: 240_000 }, async (t) => {
       const fixture = await createFixture(backend);
       let server: ServerChild | undefined;
       t.after(() => killAndDrop(fixture, server));
