@@ -82,8 +82,9 @@ export async function nextPetIds(tx: Sql, accountId: string, count: number, delt
   return row.last - count + 1;
 }
 
-async function adjustInventory(tx: Sql, accountId: string, delta: InventoryDelta): Promise<void> {
-  if (delta.available === 0 && delta.pending === 0 && delta.sold === 0 && delta.withoutStatus === 0) return;
+/** Adds `delta` to the account's inventory; with `lock`, takes the account's row even when the delta is zero. */
+async function adjustInventory(tx: Sql, accountId: string, delta: InventoryDelta, lock = false): Promise<void> {
+  if (!lock && delta.available === 0 && delta.pending === 0 && delta.sold === 0 && delta.withoutStatus === 0) return;
   await tx.run(`UPDATE accounts SET ${INVENTORY_SET} WHERE id = ?`, [...inventoryParams(delta), accountId]);
 }
 
@@ -237,8 +238,11 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
         before.id,
       ]);
       if (!row) throw new Error(`pet ${accountId}/${before.id} vanished under its lock`);
-      if (before.status !== after.status) await adjustInventory(tx, accountId, inventoryDelta([after.status], [before.status]));
-      if (before.categoryId !== after.categoryId) {
+      const categoryChanged = before.categoryId !== after.categoryId;
+      // The account's row before any category's, as creates and deletes take them: otherwise two
+      // changes can each hold what the other waits for (PostgreSQL aborts one: deadlock detected).
+      if (before.status !== after.status || categoryChanged) await adjustInventory(tx, accountId, inventoryDelta([after.status], [before.status]), categoryChanged);
+      if (categoryChanged) {
         await adjustCategories(tx, [
           { accountId, categoryId: after.categoryId, count: 1 },
           { accountId, categoryId: before.categoryId, count: -1 },
