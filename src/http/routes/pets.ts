@@ -87,9 +87,16 @@ function sendSerialized(reply: FastifyReply, body: string): FastifyReply {
   return reply.type(JSON_TYPE).send(body);
 }
 
-export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { services, clock, wire }) => {
-  const { pages: pageWire, pets: petWire, deprecatedCallsOf } = wire;
+type App = Parameters<FastifyPluginAsyncTypebox>[0];
 
+export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { services, clock, wire }) => {
+  // One function per operation, registered in the order the served document lists them.
+  listPets(app, services, wire);
+  createPet(app, services);
+  getPet(app, services, clock, wire);
+};
+
+function listPets(app: App, services: Services, { pages: pageWire }: PetWire): void {
   app.get(
     '/v1/pets',
     {
@@ -126,7 +133,9 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       return sendSerialized(reply, wire.body);
     },
   );
+}
 
+function createPet(app: App, services: Services): void {
   app.post(
     '/v1/pets',
     {
@@ -172,7 +181,9 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       return reply.status(201).header('etag', petEtag(pet)).send(pet);
     },
   );
+}
 
+function getPet(app: App, services: Services, clock: Clock, { pets: petWire, deprecatedCallsOf }: PetWire): void {
   app.get(
     '/v1/pets/:petId',
     {
@@ -219,4 +230,5 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       return sendSerialized(reply, body);
     },
   );
-};
+}
+
