@@ -100,7 +100,7 @@ for (const backend of backends) {
 // The backends run side by side: each round restarts a server, and that is most of the time.
 describe('SIGKILL under write load', { concurrency: true }, () => {
   for (const backend of backends) {
-    it(`${backend.name}: when the server is killed mid-load ${ROUNDS} times, then every acknowledged pet is stored exactly as returned, no id is ever reused, and the store is intact`, { timeout: 60_000 }, async (t) => {
+    it(`${backend.name}: when the server is killed mid-load ${ROUNDS} times, then every acknowledged pet is stored exactly as returned, no id is ever reused, and the store is intact`, { timeout: 180_000 }, async (t) => {
       // Two accounts under load at once: each numbers its own pets.
       const fixture = await createFixture(backend, 1);
       const accounts = [{ key: fixture.key, prefix: 'a' }, { key: fixture.others[0]!.key, prefix: 'b' }].map((a) => ({

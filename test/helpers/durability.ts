@@ -139,8 +139,8 @@ export async function startServer(env: Record<string, string>): Promise<ServerCh
       timer = setTimeout(() => {
         // Not left behind: a live child would keep the test process from ever exiting.
         child.kill('SIGKILL');
-        reject(new Error(`server did not listen within 20 s: ${messages.join('\n')}${stderr}`));
-      }, 20_000);
+        reject(new Error(`server did not listen within 60 s: ${messages.join('\n')}${stderr}`));
+      }, 60_000);
     }),
   ]).finally(() => clearTimeout(timer));
   return {
