@@ -17,12 +17,14 @@ export interface CoreOptions {
 export type Query = Record<string, string | number | undefined>;
 
 export interface Call {
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Relative to the base URL, starting with `/`. */
   path: string;
   query?: Query | undefined;
   /** Sent as JSON when given. */
   body?: unknown;
+  /** Extra request headers (conditional requests: `if-match`). */
+  headers?: Record<string, string> | undefined;
   /** Writes only; generated when absent. */
   idempotencyKey?: string | undefined;
   /** Aborts the attempt in flight and any retry: the call rejects with the signal's reason. */
@@ -81,7 +83,7 @@ export class Core {
 
   async request<T>(call: Call): Promise<Answer<T>> {
     const url = this.#url(call.path, call.query);
-    const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${this.#apiKey}` };
+    const headers: Record<string, string> = { ...call.headers, accept: 'application/json', authorization: `Bearer ${this.#apiKey}` };
     let body: string | undefined;
     if (call.body !== undefined) {
       headers['content-type'] = 'application/json';

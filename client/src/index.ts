@@ -2,7 +2,18 @@
 export { Petstore, type PetstoreOptions, DEFAULT_BASE_URL } from './petstore.js';
 export { PetstoreError, type PetstoreErrorInit, type PetstoreErrorCode, type ServerErrorCode, type ClientErrorCode } from './errors.js';
 export type { Page, WriteOptions, Fetch } from './core.js';
-export { type Pets, type Pet, type NewPet, type PetStatus, type ListPetsParams, type ListAllPetsParams } from './resources/pets.js';
+export {
+  type Pets,
+  type Pet,
+  type NewPet,
+  type PetStatus,
+  type PetPatch,
+  type ConditionalOptions,
+  type ListPetsParams,
+  type ListAllPetsParams,
+} from './resources/pets.js';
+export { etagOf } from './etags.js';
+export { type Categories, type Category, type ListCategoriesParams, type InventoryResource, type Inventory } from './resources/categories.js';
 export {
   type Orders,
   type Order,

@@ -1,5 +1,6 @@
 // The client's entry object: options are checked once here, then shared by every resource.
 import { Core, type Fetch } from './core.js';
+import { Categories, InventoryResource } from './resources/categories.js';
 import { Events } from './resources/events.js';
 import { Messages } from './resources/messages.js';
 import { Orders } from './resources/orders.js';
@@ -30,6 +31,16 @@ export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080/v1';
 export class Petstore {
   /** The pets (animals) of the key's account. */
   readonly pets: Pets;
+  /**
+   * The categories of the key's account: their names and exact pet counts.
+   * @experimental `x-stability: experimental` in the API document: the shape may still change.
+   */
+  readonly categories: Categories;
+  /**
+   * How many of the key's account's pets are in each status, exact and O(1).
+   * @experimental `x-stability: experimental` in the API document: the shape may still change.
+   */
+  readonly inventory: InventoryResource;
   /**
    * The orders of the key's account: place one for an available pet, then deliver or cancel it.
    * @experimental `x-stability: experimental` in the API document: the shape may still change.
@@ -73,6 +84,8 @@ export class Petstore {
     const shared = { apiKey, maxRetries, timeoutMs, fetch: ((input, init) => fetch(input, init)) as Fetch };
     const core = new Core({ ...shared, baseUrl: this.baseUrl });
     this.pets = new Pets(core);
+    this.categories = new Categories(core);
+    this.inventory = new InventoryResource(core);
     this.orders = new Orders(core);
     this.events = new Events(core);
     this.webhookEndpoints = new WebhookEndpoints(core);

@@ -26,7 +26,8 @@ import {
   type Event, type EventType, type Events, type ListEventsParams, type ListAllEventsParams, type WebhookEndpoints, type WebhookEndpoint,
   type CreatedWebhookEndpoint, type NewWebhookEndpoint, type WebhookEndpointUpdate, type RotatedSecret, type WebhookDelivery,
   type WebhookDeliveryStatus, type ListWebhookEndpointsParams, type ListWebhookDeliveriesParams, verifyWebhook, type VerifyWebhookOptions,
-  type WebhookHeaders, DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
+  type WebhookHeaders, DEFAULT_WEBHOOK_TOLERANCE_SECONDS, type PetPatch, type ConditionalOptions, etagOf, type Categories,
+  type Category, type ListCategoriesParams, type InventoryResource, type Inventory,
 } from '@petstore/client';
 
 const options: PetstoreOptions = {
@@ -97,7 +98,7 @@ export async function everyMethod(): Promise<number> {
   const allEvents: ListAllEventsParams = { type: 'pet.status_changed', after: 0 };
   for await (const event of petstore.events.listAll(allEvents)) {
     // The union narrows on type: only pet.status_changed has data.previousStatus.
-    if (event.type === 'pet.status_changed') count += event.data.previousStatus.length + event.data.object.id;
+    if (event.type === 'pet.status_changed') count += (event.data.previousStatus?.length ?? 0) + event.data.object.id;
     else if (event.type === 'order.placed') count += event.data.object.petId;
   }
   const oneEvent: Event = await petstore.events.get(eventPage.data[0]!.id);
@@ -121,8 +122,26 @@ export async function everyMethod(): Promise<number> {
   const verified: Event = await verifyWebhook(verify);
   const fromHeaders: Event = await verifyWebhook({ headers: new Headers(), body: '{}', secret: rotated.secret });
   count += kinds.length + endpointPage.data.length + secret.length + deliveryStatus.length + verified.sequence + fromHeaders.sequence + String(removed).length;
+  const patch: PetPatch = { name: 'Rex', status: null, categoryId: 2 };
+  const conditional: ConditionalOptions = { ifMatch: etagOf(created) ?? '*' };
+  const patched: Pet = await petstore.pets.update(created.id, patch, conditional);
+  const tag: string | undefined = etagOf(patched);
+  const deleted: void = await petstore.pets.delete(again.id, { ifMatch: tag });
+  const categories: Categories = petstore.categories;
+  const named: Category = await categories.put(2, 'Cats');
+  const gotCategory: Category = await petstore.categories.get(named.id);
+  const categoryParams: ListCategoriesParams = { limit: 10, cursor: 'abc' };
+  const categoryPage: Page<Category> = await categories.list(categoryParams);
+  for await (const category of categories.listAll({ limit: 100 })) count += category.petCount + (category.name?.length ?? 0);
+  const noCategory: void = await categories.delete(gotCategory.id);
+  const inventoryResource: InventoryResource = petstore.inventory;
+  const inventory: Inventory = await inventoryResource.get();
+  count += inventory.available + inventory.pending + inventory.sold + inventory.withoutStatus + inventory.total + categoryPage.data.length;
+  count += String(deleted).length + String(noCategory).length;
+  // @ts-expect-error: name cannot be null in a patch
+  await petstore.pets.update(created.id, { name: null });
   // @ts-expect-error: not an event kind
-  await petstore.events.list({ type: 'pet.deleted' });
+  await petstore.events.list({ type: 'pet.adopted' });
   // @ts-expect-error: listAll takes no cursor
   petstore.events.listAll({ cursor: 'abc' });
   // @ts-expect-error: url is required
@@ -130,7 +149,7 @@ export async function everyMethod(): Promise<number> {
   // @ts-expect-error: the body must be the raw text or bytes, not a parsed object
   await verifyWebhook({ headers, body: { type: 'pet.created' }, secret });
   // @ts-expect-error: only pet.status_changed has previousStatus
-  if (oneEvent.type === 'pet.created') count += oneEvent.data.previousStatus.length;
+  if (oneEvent.type === 'pet.created') count += oneEvent.data.previousStatus;
   const signatureCode: ClientErrorCode = 'invalid_signature';
   count += signatureCode.length;
   try {
@@ -226,6 +245,8 @@ describe('the packed @petstore/client, installed into an empty project', () => {
       { file: 'orders.d.ts', names: ['class Orders', 'list(', 'listAll(', 'place(', 'get(', 'deliver(', 'cancel('] },
       { file: 'events.d.ts', names: ['class Events', 'list(', 'listAll(', 'get('] },
       { file: 'webhook-endpoints.d.ts', names: ['class WebhookEndpoints'] },
+      { file: 'categories.d.ts', names: ['class Categories', 'class InventoryResource'] },
+      { file: 'pets.d.ts', names: ['update(', 'delete('] },
     ];
     for (const { file, names } of experimental) {
       const text = readFileSync(path.join(project, 'node_modules', '@petstore', 'client', 'dist', 'resources', file), 'utf8');

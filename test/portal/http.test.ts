@@ -131,9 +131,9 @@ describe('developer portal over HTTP', () => {
     }
   });
 
-  test("when the README's error table is read, then it lists every code with the status of the error model", () => {
-    const readme = readFileSync('README.md', 'utf8');
-    const table = readme.slice(readme.indexOf('### Error codes'));
+  test("when docs/api.md's error table is read, then it lists every code with the status of the error model", () => {
+    const api = readFileSync('docs/api.md', 'utf8');
+    const table = api.slice(api.indexOf('### Error codes'));
     const rows = new Map([...table.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \|/gm)].map((m) => [m[1], Number(m[2])]));
     assert.deepEqual(Object.fromEntries(rows), { ...ERROR_STATUS });
   });

@@ -10,7 +10,7 @@ export interface paths {
         };
         /**
          * List all animals
-         * @description Returns a page of the account's animals in ascending `id` order, optionally filtered by `status`. When more animals exist, the `Link` header carries `rel="next"`; follow it until it is absent. Pages are keyset-based: every animal that existed when paging started is returned exactly once.
+         * @description Returns a page of the account's animals in ascending `id` order, optionally filtered by `status` and `categoryId`. When more animals exist, the `Link` header carries `rel="next"`; follow it until it is absent. Pages are keyset-based: every animal that existed when paging started, and still matches the filters, is returned exactly once; one whose status or category changes during a filtered walk may be missed, never repeated.
          */
         get: operations["listPets"];
         put?: never;
@@ -35,9 +35,85 @@ export interface paths {
         /**
          * Get an animal (deprecated)
          * @deprecated
-         * @description Deprecated: removed on 5 December 2030 (from then on it answers 410 `gone`). Use `GET /pets` with the `status` filter instead. Every response carries `Deprecation`, `Sunset` and `Link` headers. An animal of another account answers 404, like a missing one.
+         * @description Deprecated: removed on 5 December 2030 (from then on it answers 410 `gone`). Use `GET /pets` with the `status` filter instead. Every response carries `Deprecation`, `Sunset` and `Link` headers. An animal of another account answers 404, like a missing one. The 200 carries the pet's `ETag`; with `If-None-Match` naming it, the answer is 304 without a body.
          */
         get: operations["getPet"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an animal
+         * @description Deletes the animal: from then on it is 404 everywhere (get, lists, filters, new orders), a second DELETE answers 404, and its id is never given to another animal. Its delivered or cancelled orders stay readable with their `petId`. Refused with 409 `pet_has_open_order` while it has a `placed` order. Honours `If-Match`. Records `pet.deleted`. Experimental.
+         */
+        delete: operations["deletePet"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an animal
+         * @description Changes `name`, `categoryId` or `status` with a JSON Merge Patch (RFC 7396; `Content-Type: application/merge-patch+json` or `application/json`): fields not sent stay, `status: null` removes the status. While the animal has a `placed` order its status belongs to the order: changing it answers 409 `pet_has_open_order` (name and category may still change). A patch that changes nothing answers 200 with the animal unchanged and records no event. Send the `ETag` of your last read in `If-Match` so that a concurrent change is never overwritten. Records `pet.updated` (and `pet.status_changed` when the status changed). Experimental.
+         */
+        patch: operations["updatePet"];
+        trace?: never;
+    };
+    "/categories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List categories
+         * @description Returns a page of your categories in ascending `id` order, each with its exact `petCount`, paged like `GET /pets`. A category exists while one of your pets uses its id (`createPet` takes any `categoryId`, as before) or it has been named. Experimental.
+         */
+        get: operations["listCategories"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/categories/{categoryId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a category
+         * @description The category with its name (if any) and exact `petCount`. A category exists while one of your pets uses its id (`createPet` takes any `categoryId`, as before) or it has been named. Experimental.
+         */
+        get: operations["getCategory"];
+        /**
+         * Name a category
+         * @description Names or renames the category: 201 when it did not exist, 200 when it did. Names follow the pet-name rules and are unique in your account, compared case-insensitively (409 `category_name_taken`). Experimental.
+         */
+        put: operations["putCategory"];
+        post?: never;
+        /**
+         * Delete a category
+         * @description Deletes a category no pet uses (its name is forgotten); with pets in it, 409 `category_in_use`. Experimental.
+         */
+        delete: operations["deleteCategory"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/store/inventory": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count pets by status
+         * @description How many of your pets are `available`, `pending`, `sold` and without a status, and in all: counters kept in the same transaction as every create, change, delete and order move, so the answer is exact on every instance and as fast with 100 000 pets as with 10. Experimental.
+         */
+        get: operations["getInventory"];
         put?: never;
         post?: never;
         delete?: never;
@@ -379,17 +455,69 @@ export interface components {
              * @description Machine-readable error code, stable across releases.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "invalid_cursor" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "invalid_webhook_url" | "webhook_endpoint_limit" | "webhook_endpoint_disabled" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "invalid_cursor" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "pet_has_open_order" | "precondition_failed" | "category_name_taken" | "category_in_use" | "invalid_webhook_url" | "webhook_endpoint_limit" | "webhook_endpoint_disabled" | "rate_limited" | "internal_error" | "service_unavailable";
             /** @description Human-readable description of what was wrong and how to fix it. */
             message: string;
             /** @description The HTTP status code of the response. */
             status: number;
         };
+        /** @description A JSON Merge Patch (RFC 7396) of a pet: fields not sent stay as they are. `name` and `categoryId` cannot be removed (`null` is refused); `status: null` removes the status. Unknown fields are rejected with 400 `invalid_request`. */
+        PetPatch: {
+            /**
+             * @description The new name: 1 to 255 characters, not only spaces, no control characters.
+             * @example Rex
+             */
+            name?: string;
+            /**
+             * Format: int64
+             * @description The new category (1 to 9007199254740991).
+             * @example 1
+             */
+            categoryId?: number;
+            /** @description The new status; `null` removes it (the field is then omitted, as on create). */
+            status?: components["schemas"]["PetStatus"] | (never | null);
+        };
+        /** @description A category's name. Unknown fields are rejected with 400 `invalid_request`. */
+        CategoryName: {
+            /**
+             * @description The category's name, unique in your account (compared case-insensitively): 1 to 255 characters, not only spaces, no control characters.
+             * @example Rex
+             */
+            name: string;
+        };
+        /** @description A category of your pets. It exists while a pet uses its id or it has a name. Experimental. */
+        Category: {
+            /**
+             * Format: int64
+             * @description The category's id: the `categoryId` pets use.
+             * @example 1
+             */
+            id: number;
+            /** @description The name given with `putCategory`; absent for a category only pets use. */
+            name?: string;
+            /** @description How many of your pets are in this category now (exact). */
+            petCount: number;
+        };
+        /** @description A page of categories, in ascending id order. */
+        Categories: components["schemas"]["Category"][];
+        /** @description How many of your pets are in each status right now: exact after every change, on every instance. Experimental. */
+        Inventory: {
+            /** @description Pets with status `available`. */
+            available: number;
+            /** @description Pets with status `pending`. */
+            pending: number;
+            /** @description Pets with status `sold`. */
+            sold: number;
+            /** @description Pets without a status. */
+            withoutStatus: number;
+            /** @description All your pets: the sum of the four. */
+            total: number;
+        };
         /**
-         * @description `pet.created`: a pet was added (`data.object` is the Pet). `pet.status_changed`: a pet's status changed (`data.object` is the Pet after the change, `data.previousStatus` its status before). `order.placed`, `order.delivered`, `order.cancelled`: an order was placed or moved (`data.object` is the Order after the change).
+         * @description `pet.created`: a pet was added (`data.object` is the Pet). `pet.updated`: a pet was changed by `updatePet` (`data.object` is the Pet after the change, `data.previousAttributes` the changed fields' values before). `pet.status_changed`: a pet's status changed, by an order or by `updatePet` (`data.object` is the Pet after the change, `data.previousStatus` its status before, `null` when it had none). `pet.deleted`: a pet was deleted (`data.object` is the Pet as it was). `order.placed`, `order.delivered`, `order.cancelled`: an order was placed or moved (`data.object` is the Order after the change).
          * @enum {string}
          */
-        EventType: "pet.created" | "pet.status_changed" | "order.placed" | "order.delivered" | "order.cancelled";
+        EventType: "pet.created" | "pet.status_changed" | "order.placed" | "order.delivered" | "order.cancelled" | "pet.updated" | "pet.deleted";
         /** @description A pet was created. `data.object` is the new Pet. */
         PetCreatedEvent: {
             /**
@@ -417,7 +545,7 @@ export interface components {
                 object: components["schemas"]["Pet"];
             };
         };
-        /** @description A pet's status changed (placing, delivering or cancelling an order). `data.object` is the Pet after the change. */
+        /** @description A pet's status changed (placing, delivering or cancelling an order, or `updatePet`). `data.object` is the Pet after the change. */
         PetStatusChangedEvent: {
             /**
              * @description Opaque, unique identifier: `evt_` and 32 hex characters, 80 bits of them random; do not parse it. Also the `webhook-id` of every delivery of this event.
@@ -442,7 +570,74 @@ export interface components {
             sequence: number;
             data: {
                 object: components["schemas"]["Pet"];
-                previousStatus: components["schemas"]["PetStatus"];
+                /** @description The status before the change; `null` when the pet had none (only `updatePet` sets a status on such a pet). */
+                previousStatus: components["schemas"]["PetStatus"] | (never | null);
+            };
+        };
+        /** @description A pet was changed by `updatePet`. `data.object` is the Pet after the change; `data.previousAttributes` holds the changed fields' values before it. */
+        PetUpdatedEvent: {
+            /**
+             * @description Opaque, unique identifier: `evt_` and 32 hex characters, 80 bits of them random; do not parse it. Also the `webhook-id` of every delivery of this event.
+             * @example evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f
+             */
+            id: string;
+            /**
+             * @description What happened.
+             * @enum {string}
+             */
+            type: "pet.updated";
+            /**
+             * Format: date-time
+             * @description When the change was committed. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: int64
+             * @description Position in your account's event log: ascending in commit order, from 1. Deliveries can arrive out of order (retries overtake); keep the highest sequence you processed per object to drop stale ones, and resume `GET /events?after=` from it.
+             */
+            sequence: number;
+            data: {
+                object: components["schemas"]["Pet"];
+                /** @description Only the fields that changed, with their values before the change. */
+                previousAttributes: {
+                    /** @description The name before, when it changed. */
+                    name?: string;
+                    /**
+                     * Format: int64
+                     * @description The category before, when it changed.
+                     */
+                    categoryId?: number;
+                    /** @description The status before, when it changed; `null` when the pet had none. */
+                    status?: components["schemas"]["PetStatus"] | (never | null);
+                };
+            };
+        };
+        /** @description A pet was deleted. `data.object` is the Pet as it was. */
+        PetDeletedEvent: {
+            /**
+             * @description Opaque, unique identifier: `evt_` and 32 hex characters, 80 bits of them random; do not parse it. Also the `webhook-id` of every delivery of this event.
+             * @example evt_1f0c6b2a9d7e4c3b8a5f2e1d0c9b8a7f
+             */
+            id: string;
+            /**
+             * @description What happened.
+             * @enum {string}
+             */
+            type: "pet.deleted";
+            /**
+             * Format: date-time
+             * @description When the change was committed. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: int64
+             * @description Position in your account's event log: ascending in commit order, from 1. Deliveries can arrive out of order (retries overtake); keep the highest sequence you processed per object to drop stale ones, and resume `GET /events?after=` from it.
+             */
+            sequence: number;
+            data: {
+                object: components["schemas"]["Pet"];
             };
         };
         /** @description An order was placed (its pet became `pending`). `data.object` is the Order. */
@@ -527,7 +722,7 @@ export interface components {
             };
         };
         /** @description Something that happened in your account, written in the same transaction as the change itself: no change without its event, no event without its change. `type` tells which shape `data` has. The body of every webhook delivery is an Event. */
-        Event: components["schemas"]["PetCreatedEvent"] | components["schemas"]["PetStatusChangedEvent"] | components["schemas"]["OrderPlacedEvent"] | components["schemas"]["OrderDeliveredEvent"] | components["schemas"]["OrderCancelledEvent"];
+        Event: components["schemas"]["PetCreatedEvent"] | components["schemas"]["PetStatusChangedEvent"] | components["schemas"]["PetUpdatedEvent"] | components["schemas"]["PetDeletedEvent"] | components["schemas"]["OrderPlacedEvent"] | components["schemas"]["OrderDeliveredEvent"] | components["schemas"]["OrderCancelledEvent"];
         /** @description A page of events, oldest first (ascending `sequence`). */
         Events: components["schemas"]["Event"][];
         /** @description An endpoint to register. Unknown fields are rejected with 400 `invalid_request`. */
@@ -687,6 +882,11 @@ export interface operations {
                 /** @description Maximum number of animals to return. */
                 limit?: number;
                 status?: components["schemas"]["PetStatus"];
+                /**
+                 * @description Only animals in this category; combinable with `status`. Cursors are bound to both filters.
+                 * @example 1
+                 */
+                categoryId?: number;
                 /** @description Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. Do not build or edit it. */
                 cursor?: string;
             };
@@ -820,7 +1020,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Animal added (or, with a reused Idempotency-Key, the first response replayed). The body includes the assigned `id`. */
+            /** @description Animal added (or, with a reused Idempotency-Key, the first response replayed: the pet as it is now). The body includes the assigned `id`. */
             201: {
                 headers: {
                     /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
@@ -829,6 +1029,8 @@ export interface operations {
                     RateLimit?: string;
                     /** @description `true` when this is a replay of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: string;
+                    /** @description Strong entity-tag of the pet as sent: it changes whenever the pet changes. Send it in `If-Match` to change the pet only if nobody else has. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -861,6 +1063,26 @@ export interface operations {
                      *       "code": "unauthorized",
                      *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description With a reused Idempotency-Key: the animal it created has since been deleted (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -993,7 +1215,10 @@ export interface operations {
     getPet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag from an earlier read (or `*`): 304 without a body while the pet is unchanged. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description The identifier of the animal to retrieve.
@@ -1018,11 +1243,32 @@ export interface operations {
                     Sunset?: string;
                     /** @description The successor (`</v1/pets>; rel="successor-version"`) and the deprecation notice (`rel="deprecation"`). */
                     Link?: string;
+                    /** @description Strong entity-tag of the pet as sent: it changes whenever the pet changes. Send it in `If-Match` to change the pet only if nobody else has. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Pet"];
                 };
+            };
+            /** @description Not modified: the pet's ETag is one `If-None-Match` names. */
+            304: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description RFC 9745: when the operation was deprecated, as `@<unix seconds>`. */
+                    Deprecation?: string;
+                    /** @description RFC 8594: removal date, `Thu, 05 Dec 2030 00:00:00 GMT`. From then on: 410. */
+                    Sunset?: string;
+                    /** @description The successor (`</v1/pets>; rel="successor-version"`) and the deprecation notice (`rel="deprecation"`). */
+                    Link?: string;
+                    /** @description Strong entity-tag of the pet as sent: it changes whenever the pet changes. Send it in `If-Match` to change the pet only if nobody else has. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description `petId` is not an integer from 1 to 9007199254740991 (`invalid_request`). */
             400: {
@@ -1199,6 +1445,1141 @@ export interface operations {
                     Sunset?: string;
                     /** @description The successor (`</v1/pets>; rel="successor-version"`) and the deprecation notice (`rel="deprecation"`). */
                     Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deletePet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only delete the pet if its current ETag is one of these (strong comparison), or `*` (any existing pet); otherwise 412 `precondition_failed` and nothing changes. */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description The identifier of the animal to retrieve.
+                 * @example 1
+                 */
+                petId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `petId` is not an integer from 1 to 9007199254740991, or `If-Match` is malformed (`invalid_request`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid_request",
+                     *       "message": "The request has a missing, unknown or invalid parameter or body field.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No animal with this id in your account, or it was deleted (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The animal has a placed order: deliver or cancel it first (`pet_has_open_order`). */
+            409: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "pet_has_open_order",
+                     *       "message": "The pet has a placed order: its status belongs to the order, and it cannot be deleted, until the order is delivered or cancelled.",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `If-Match` does not match the pet's current ETag (`precondition_failed`): nothing changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "precondition_failed",
+                     *       "message": "The If-Match precondition failed: the resource changed since you read it (its ETag differs). Read it again and retry.",
+                     *       "status": 412
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updatePet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only change the pet if its current ETag is one of these (strong comparison), or `*` (any existing pet); otherwise 412 `precondition_failed` and nothing changes. */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description The identifier of the animal to retrieve.
+                 * @example 1
+                 */
+                petId: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PetPatch"];
+            };
+        };
+        responses: {
+            /** @description The animal after the change. */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description Strong entity-tag of the pet as sent: it changes whenever the pet changes. Send it in `If-Match` to change the pet only if nobody else has. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Pet"];
+                };
+            };
+            /** @description The body is missing, not JSON (`invalid_json`), not sent as JSON (`invalid_content_type`), or has a `null` name or categoryId, an unknown or invalid field, or `If-Match` is malformed (`invalid_request`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No animal with this id in your account, or it was deleted (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The status cannot change while the animal has a placed order (`pet_has_open_order`). */
+            409: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "pet_has_open_order",
+                     *       "message": "The pet has a placed order: its status belongs to the order, and it cannot be deleted, until the order is delivered or cancelled.",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `If-Match` does not match the pet's current ETag (`precondition_failed`): nothing changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "precondition_failed",
+                     *       "message": "The If-Match precondition failed: the resource changed since you read it (its ETag differs). Read it again and retry.",
+                     *       "status": 412
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than 64 KiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "payload_too_large",
+                     *       "message": "The request body is larger than the limit.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listCategories: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of categories to return. */
+                limit?: number;
+                /** @description Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. Do not build or edit it. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of categories (a bare JSON array). */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description RFC 8288 link to the next page: `</v1/categories?limit=20&cursor=…>; rel="next"` (root-relative; keeps `limit` and `status`). Absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Categories"];
+                };
+            };
+            /** @description A query parameter is invalid (`invalid_request`) or the cursor is malformed (`invalid_cursor`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCategory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The category id.
+                 * @example 1
+                 */
+                categoryId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The category. */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Category"];
+                };
+            };
+            /** @description `categoryId` is not an integer from 1 to 9007199254740991 (`invalid_request`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid_request",
+                     *       "message": "The request has a missing, unknown or invalid parameter or body field.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No category with this id in your account (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putCategory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The category id.
+                 * @example 1
+                 */
+                categoryId: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CategoryName"];
+            };
+        };
+        responses: {
+            /** @description Renamed (or named): the category after the change. */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Category"];
+                };
+            };
+            /** @description Created: the category did not exist before. */
+            201: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Category"];
+                };
+            };
+            /** @description The id is invalid, the body is missing, not JSON (`invalid_json`), not application/json (`invalid_content_type`), or its name is invalid or has unknown fields (`invalid_request`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Another of your categories already has this name (`category_name_taken`). */
+            409: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "category_name_taken",
+                     *       "message": "Another of your categories already has this name (compared case-insensitively).",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than 64 KiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "payload_too_large",
+                     *       "message": "The request body is larger than the limit.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteCategory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The category id.
+                 * @example 1
+                 */
+                categoryId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `categoryId` is not an integer from 1 to 9007199254740991 (`invalid_request`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid_request",
+                     *       "message": "The request has a missing, unknown or invalid parameter or body field.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No category with this id in your account (`not_found`). */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Pets still use this category (`category_in_use`): move or delete them first. */
+            409: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "category_in_use",
+                     *       "message": "The category still has pets: move or delete them first.",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getInventory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The counts. */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Inventory"];
+                };
+            };
+            /** @description The request is malformed (`invalid_request`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid_request",
+                     *       "message": "The request has a missing, unknown or invalid parameter or body field.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2064,7 +3445,7 @@ export interface operations {
                 /** @description Maximum number of events to return. */
                 limit?: number;
                 /**
-                 * @description Only events of these kinds: one kind or a comma-separated list (`pet.created`, `pet.status_changed`, `order.placed`, `order.delivered`, `order.cancelled`).
+                 * @description Only events of these kinds: one kind or a comma-separated list (`pet.created`, `pet.status_changed`, `order.placed`, `order.delivered`, `order.cancelled`, `pet.updated`, `pet.deleted`).
                  * @example order.placed,order.delivered
                  */
                 type?: string;
