@@ -3,9 +3,19 @@
 import Type, { type Static } from 'typebox';
 import { Id, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PetStatus, ref, TEXT_PATTERN, Timestamp } from './index.js';
 
-// Append only: a kind's index is its bit in the masks stored with webhook endpoints and cursors.
-export const EVENT_TYPES = ['pet.created', 'pet.status_changed', 'order.placed', 'order.delivered', 'order.cancelled', 'pet.updated', 'pet.deleted'] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+// Append only: a kind's index here is its bit in the masks stored with webhook endpoints and cursors.
+export const EVENT_KIND_BITS = ['pet.created', 'pet.status_changed', 'order.placed', 'order.delivered', 'order.cancelled', 'pet.updated', 'pet.deleted'] as const;
+export type EventType = (typeof EVENT_KIND_BITS)[number];
+/** Every kind, in the order documents and answers list them (by resource). */
+export const EVENT_TYPES = [
+  'pet.created',
+  'pet.status_changed',
+  'pet.updated',
+  'pet.deleted',
+  'order.placed',
+  'order.delivered',
+  'order.cancelled',
+] as const satisfies readonly EventType[];
 
 export const EventType = Type.Enum(EVENT_TYPES, {
   $id: 'EventType',
@@ -284,6 +294,6 @@ export const eventSchemas = [
 ];
 
 /** Bit of an event kind in event masks (webhook endpoints' kinds, type filters). */
-export const eventBit = (type: EventType) => 1 << EVENT_TYPES.indexOf(type);
+export const eventBit = (type: EventType) => 1 << EVENT_KIND_BITS.indexOf(type);
 /** The kinds a mask selects. */
 export const typesOf = (mask: number): EventType[] => EVENT_TYPES.filter((type) => (mask & eventBit(type)) !== 0);

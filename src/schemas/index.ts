@@ -156,7 +156,15 @@ export const ListPetsQuery = Type.Object(
   {
     limit: petPageQuery.limit,
     status: petPageQuery.status,
-    categoryId: Type.Optional(Id('Only animals in this category; combinable with `status`. Cursors are bound to both filters.')),
+    // No example: the portal's "Try it out" fills examples in, and a filter filled in hides pets.
+    categoryId: Type.Optional(
+      Type.Integer({
+        format: 'int64',
+        minimum: 1,
+        maximum: MAX_SAFE_ID,
+        description: 'Only animals in this category; combinable with `status`. Cursors are bound to both filters.',
+      }),
+    ),
     cursor: petPageQuery.cursor,
   },
   { additionalProperties: false },

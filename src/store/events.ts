@@ -23,7 +23,7 @@ export interface StoredEvent {
 export interface ListEventsStoreQuery {
   accountId: string;
   limit: number;
-  /** Bit i set: EVENT_TYPES[i] wanted; undefined: every kind. */
+  /** Bit i set: EVENT_KIND_BITS[i] wanted; undefined: every kind. */
   typeMask?: number | undefined;
   afterSeq?: number | undefined;
 }

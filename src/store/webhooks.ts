@@ -11,7 +11,7 @@ export interface StoredWebhookEndpoint {
   seq: number;
   id: string;
   url: string;
-  /** Bit i: EVENT_TYPES[i] is delivered; -1: every kind, including later ones. */
+  /** Bit i: EVENT_KIND_BITS[i] is delivered; -1: every kind, including later ones. */
   eventMask: number;
   description: string | undefined;
   disabled: boolean;

@@ -517,7 +517,7 @@ export interface components {
          * @description `pet.created`: a pet was added (`data.object` is the Pet). `pet.updated`: a pet was changed by `updatePet` (`data.object` is the Pet after the change, `data.previousAttributes` the changed fields' values before). `pet.status_changed`: a pet's status changed, by an order or by `updatePet` (`data.object` is the Pet after the change, `data.previousStatus` its status before, `null` when it had none). `pet.deleted`: a pet was deleted (`data.object` is the Pet as it was). `order.placed`, `order.delivered`, `order.cancelled`: an order was placed or moved (`data.object` is the Order after the change).
          * @enum {string}
          */
-        EventType: "pet.created" | "pet.status_changed" | "order.placed" | "order.delivered" | "order.cancelled" | "pet.updated" | "pet.deleted";
+        EventType: "pet.created" | "pet.status_changed" | "pet.updated" | "pet.deleted" | "order.placed" | "order.delivered" | "order.cancelled";
         /** @description A pet was created. `data.object` is the new Pet. */
         PetCreatedEvent: {
             /**
@@ -882,10 +882,7 @@ export interface operations {
                 /** @description Maximum number of animals to return. */
                 limit?: number;
                 status?: components["schemas"]["PetStatus"];
-                /**
-                 * @description Only animals in this category; combinable with `status`. Cursors are bound to both filters.
-                 * @example 1
-                 */
+                /** @description Only animals in this category; combinable with `status`. Cursors are bound to both filters. */
                 categoryId?: number;
                 /** @description Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. Do not build or edit it. */
                 cursor?: string;
@@ -3445,7 +3442,7 @@ export interface operations {
                 /** @description Maximum number of events to return. */
                 limit?: number;
                 /**
-                 * @description Only events of these kinds: one kind or a comma-separated list (`pet.created`, `pet.status_changed`, `order.placed`, `order.delivered`, `order.cancelled`, `pet.updated`, `pet.deleted`).
+                 * @description Only events of these kinds: one kind or a comma-separated list (`pet.created`, `pet.status_changed`, `pet.updated`, `pet.deleted`, `order.placed`, `order.delivered`, `order.cancelled`).
                  * @example order.placed,order.delivered
                  */
                 type?: string;

@@ -9,7 +9,16 @@ export const WEBHOOKS_PLACEHOLDERS = { eventKinds: '{{event-kinds}}', retrySched
 
 interface DataField {
   $ref?: string;
+  anyOf?: DataField[];
+  type?: string;
   description?: string;
+}
+
+/** A field's shape as a reader names it: `Pet`, `PetStatus or null`. */
+function shapeOf(field: DataField): string {
+  if (field.$ref) return field.$ref.replace(/#$/, '');
+  if (field.anyOf) return field.anyOf.map(shapeOf).join(' or ');
+  return field.type ?? 'value';
 }
 
 /** One row per event kind: its `type`, what happened, and the fields of its `data`. */
@@ -18,8 +27,7 @@ export function eventKindsTable(): string {
     const type = (schema.properties.type as { const: string }).const;
     const { description = '' } = schema as { description?: string };
     const fields = Object.entries(schema.properties.data.properties as Record<string, DataField>).map(([name, field]) => {
-      const shape = field.$ref ? field.$ref.replace(/#$/, '') : 'value';
-      return `<code>data.${escapeHtml(name)}</code>: ${escapeHtml(shape)}`;
+      return `<code>data.${escapeHtml(name)}</code>: ${escapeHtml(shapeOf(field))}`;
     });
     return `<tr id="${escapeHtml(type)}"><td><code>${escapeHtml(type)}</code></td><td>${markdown.renderInline(description)}</td><td>${fields.join('<br>')}</td></tr>`;
   });

@@ -2,7 +2,7 @@
 // Rows a transaction means to change are locked first (FOR UPDATE); the fan-out skips endpoints
 // another instance is fanning out, and claims skip jobs another instance is leasing (SKIP LOCKED),
 // so a delivery finishes once whichever instance tries.
-import { EVENT_TYPES } from '../../schemas/events.js';
+import { EVENT_KIND_BITS } from '../../schemas/events.js';
 import type { Sql, SqlDatabase } from '../core/sql.js';
 import { runOf } from '../event-log.js';
 import {
@@ -109,7 +109,7 @@ const fanOutSql = {
   ),
   async deliver(tx: Sql, steps: readonly FanOutStep[]) {
     await tx.run(DELIVER, [
-      EVENT_TYPES, steps.map((s) => s.endpointId), steps.map((s) => s.accountId), steps.map((s) => s.eventMask), steps.map((s) => s.after), steps.map((s) => s.upto),
+      EVENT_KIND_BITS, steps.map((s) => s.endpointId), steps.map((s) => s.accountId), steps.map((s) => s.eventMask), steps.map((s) => s.after), steps.map((s) => s.upto),
     ]);
   },
   async moveCursors(tx: Sql, steps: readonly FanOutStep[]) {
