@@ -41,8 +41,20 @@ export interface OrderRepository {
   lock(tx: Sql, accountId: string, id: number): Promise<Order | undefined>;
   /** Whether the pet has a `placed` order (the pet is locked by the caller: none can appear meanwhile). */
   hasPlaced(tx: Sql, accountId: string, petId: number): Promise<boolean>;
+  /** Which of these pets have a placed order. */
+  placedAmong(tx: Sql, accountId: string, petIds: readonly number[]): Promise<Set<number>>;
   /** The order becomes `to` if it is `from`; the order after the change, or undefined. */
   setStatus(tx: Sql, accountId: string, id: number, from: OrderStatus, to: OrderStatus, updatedAt: string): Promise<Order | undefined>;
+}
+
+/** OrderRepository.placedAmong, the same SQL on both backends. */
+export async function placedOrdersAmong(tx: Sql, accountId: string, petIds: readonly number[]): Promise<Set<number>> {
+  if (petIds.length === 0) return new Set();
+  const rows = await tx.all<{ pet_id: number }>(
+    `SELECT pet_id FROM orders WHERE account_id = ? AND status = 'placed' AND pet_id IN (${petIds.map(() => '?').join(', ')})`,
+    [accountId, ...petIds],
+  );
+  return new Set(rows.map((row) => Number(row.pet_id)));
 }
 
 /** OrderRepository.hasPlaced, the same SQL on both backends (orders_one_placed_per_pet serves it). */

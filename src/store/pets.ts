@@ -126,6 +126,10 @@ export interface PetRepository {
   setStatus(tx: Sql, accountId: string, id: number, from: PetStatus, to: PetStatus): Promise<Pet | undefined>;
   /** Writes `after` over the locked pet `before` (same id), with the inventory and category counts. */
   update(tx: Sql, accountId: string, before: Pet, after: Pet): Promise<Pet>;
+  /** The existing pets among `ids` (ascending), their rows locked until `tx` ends, in id order. */
+  lockMany(tx: Sql, accountId: string, ids: readonly number[]): Promise<Map<number, Pet>>;
+  /** As update, for several pets of one account in one statement (with one counter update each). */
+  updateMany(tx: Sql, accountId: string, changes: ReadonlyArray<{ before: Pet; after: Pet }>): Promise<void>;
   /** Deletes the locked pet: no read shows it again; its id is never reused. */
   remove(tx: Sql, accountId: string, pet: Pet, deletedAt: string): Promise<void>;
   /** The account's pets per status: counters, not a count. */
@@ -150,6 +154,23 @@ export interface PetBackend {
   /** Told before any caller hears back that a commit added pets to these accounts, or changed one pet. */
   wrote?(accountId: string, petId?: number): void;
 }
+
+/** Each category's net change of pets for these moves, in ascending id (a fixed lock order), zeros left out. */
+function netCategoryCounts(accountId: string, moves: ReadonlyArray<{ before: Pet; after: Pet }>) {
+  const net = new Map<number, number>();
+  for (const { before, after } of moves) {
+    net.set(after.categoryId, (net.get(after.categoryId) ?? 0) + 1);
+    net.set(before.categoryId, (net.get(before.categoryId) ?? 0) - 1);
+  }
+  return [...net]
+    .filter(([, count]) => count !== 0)
+    .sort(([a], [b]) => a - b)
+    .map(([categoryId, count]) => ({ accountId, categoryId, count }));
+}
+
+const placeholders = (count: number) => Array(count).fill('?').join(', ');
+/** A row of typed parameters: both backends read CAST(? AS BIGINT) as an integer. */
+const TYPED_ROW = '(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT))';
 
 /** The most creates one group commit takes. */
 export const GROUP_COMMIT_MAX = 256;
@@ -185,6 +206,9 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
     },
   });
   const live = 'deleted_at IS NULL';
+  const INVENTORY_SQL =
+    `SELECT ${dialect.int('pets_available')} AS available, ${dialect.int('pets_pending')} AS pending, ${dialect.int('pets_sold')} AS sold, ` +
+    `${dialect.int('pets_unset')} AS "withoutStatus" FROM accounts WHERE id = ?`;
   const byStatus = `SELECT ${PET_COLUMNS} FROM ${dialect.indexed('pets', 'pets_by_account_status')} WHERE account_id = ? AND status = ? AND id > ? AND ${live} ORDER BY id LIMIT ?`;
   const byCategory = `SELECT ${PET_COLUMNS} FROM ${dialect.indexed('pets', 'pets_by_account_category')} WHERE account_id = ? AND category_id = ? AND id > ? AND ${live} ORDER BY id LIMIT ?`;
   const byCategoryAndStatus = `SELECT ${PET_COLUMNS} FROM ${dialect.indexed('pets', 'pets_by_account_category')} WHERE account_id = ? AND category_id = ? AND status = ? AND id > ? AND ${live} ORDER BY id LIMIT ?`;
@@ -251,6 +275,32 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
       backend.wrote?.(accountId, before.id);
       return toPet(row);
     },
+    async lockMany(tx, accountId, ids) {
+      const sorted = [...new Set(ids)].sort((a, b) => a - b);
+      // Ascending ids: concurrent batches lock shared pets in one order (no deadlock).
+      const rows = await tx.all<PetRow>(
+        `SELECT ${PET_COLUMNS} FROM pets WHERE account_id = ? AND id IN (${placeholders(sorted.length)}) AND ${live} ORDER BY id${dialect.forUpdate}`,
+        [accountId, ...sorted],
+      );
+      return new Map(rows.map((row) => [row.id, toPet(row)]));
+    },
+    async updateMany(tx, accountId, changes) {
+      if (changes.length === 0) return;
+      const values = changes.flatMap(({ after }) => [after.id, after.name, after.categoryId, after.status ?? null]);
+      await tx.run(
+        `WITH u (id, name, category_id, status) AS (VALUES ${Array(changes.length).fill(TYPED_ROW).join(', ')}) ` +
+          'UPDATE pets SET name = u.name, category_id = u.category_id, status = u.status FROM u WHERE pets.account_id = ? AND pets.id = u.id',
+        [...values, accountId],
+      );
+      const statusMoves = changes.filter(({ before, after }) => before.status !== after.status);
+      const categoryMoves = changes.filter(({ before, after }) => before.categoryId !== after.categoryId);
+      // The account's row before any category's, as everywhere (see update).
+      if (statusMoves.length > 0 || categoryMoves.length > 0) {
+        await adjustInventory(tx, accountId, inventoryDelta(statusMoves.map((c) => c.after.status), statusMoves.map((c) => c.before.status)), categoryMoves.length > 0);
+      }
+      if (categoryMoves.length > 0) await adjustCategories(tx, netCategoryCounts(accountId, categoryMoves));
+      for (const { after } of changes) backend.wrote?.(accountId, after.id);
+    },
     async remove(tx, accountId, pet, deletedAt) {
       await tx.run(`UPDATE pets SET deleted_at = ? WHERE account_id = ? AND id = ?`, [deletedAt, accountId, pet.id]);
       await adjustInventory(tx, accountId, inventoryDelta([], [pet.status]));
@@ -258,10 +308,8 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
       backend.wrote?.(accountId, pet.id);
     },
     async inventory(accountId) {
-      const row = await db.get<Inventory>(
-        `SELECT ${dialect.int('pets_available')} AS available, ${dialect.int('pets_pending')} AS pending, ${dialect.int('pets_sold')} AS sold, ${dialect.int('pets_unset')} AS "withoutStatus" FROM accounts WHERE id = ?`,
-        [accountId],
-      );
+      // A hot read: pipelined on PostgreSQL, as the pet reads are.
+      const [row] = await db.read<Inventory>('get_inventory', INVENTORY_SQL, [accountId]);
       return row ?? { ...NO_CHANGE };
     },
     drain: () => commits.drain(),

@@ -1,7 +1,7 @@
 // Orders on PostgreSQL: SQL only (the rules are the service's). Rows a transaction means to
 // change are locked first (FOR UPDATE), so concurrent moves of one order decide one at a time.
 import type { Sql } from '../core/sql.js';
-import { hasPlacedOrder, ORDER_COLUMNS, type OrderRepository, type OrderRow, toOrder } from '../orders.js';
+import { hasPlacedOrder, placedOrdersAmong, ORDER_COLUMNS, type OrderRepository, type OrderRow, toOrder } from '../orders.js';
 import type { PostgresDatabase } from './driver.js';
 
 export function createPostgresOrders(db: PostgresDatabase): OrderRepository {
@@ -41,6 +41,7 @@ export function createPostgresOrders(db: PostgresDatabase): OrderRepository {
     lock: (tx, accountId, id) => byId(tx, accountId, id, ' FOR UPDATE'),
 
     hasPlaced: hasPlacedOrder,
+    placedAmong: placedOrdersAmong,
 
     async setStatus(tx, accountId, id, from, to, updatedAt) {
       const row = await tx.get<OrderRow>(

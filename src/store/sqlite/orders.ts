@@ -1,7 +1,7 @@
 // Orders on SQLite: SQL only (the rules are the service's). A transaction holds the write
 // lock, so what it reads stays as read until it ends.
 import type { Sql } from '../core/sql.js';
-import { hasPlacedOrder, ORDER_COLUMNS, type OrderRepository, type OrderRow, toOrder } from '../orders.js';
+import { hasPlacedOrder, placedOrdersAmong, ORDER_COLUMNS, type OrderRepository, type OrderRow, toOrder } from '../orders.js';
 import { nextIds } from '../accounts.js';
 import type { SqliteDatabase } from './driver.js';
 
@@ -39,6 +39,7 @@ export function createSqliteOrders(db: SqliteDatabase): OrderRepository {
     // The transaction's write lock is the lock.
     lock: (tx, accountId, id) => byId(tx, accountId, id),
     hasPlaced: hasPlacedOrder,
+    placedAmong: placedOrdersAmong,
 
     async setStatus(tx, accountId, id, from, to, updatedAt) {
       const row = await tx.get<OrderRow>(

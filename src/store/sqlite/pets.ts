@@ -89,6 +89,13 @@ export function withReadCache(pets: PetRepository, cache: ReadCache, fresh: () =
       const pet = await pets.get(accountId, id);
       return pet && cache.setPet(accountId, pet);
     },
+    async inventory(accountId) {
+      fresh();
+      const hit = cache.getInventory(accountId);
+      if (hit) return { ...hit };
+      const generation = cache.generation(accountId);
+      return { ...cache.setInventory(accountId, await pets.inventory(accountId), generation) };
+    },
     async list(query) {
       const hit = memory.page(query);
       if (hit) return hit;

@@ -1,6 +1,6 @@
-// In-memory cache of SQLite reads (pages and single pets), exact rather than short-lived:
+// In-memory cache of SQLite reads (pages, single pets, inventory counters), exact rather than short-lived:
 // - a commit by this connection (group commit, idempotent create) invalidates the pages of
-//   the accounts it wrote to before any caller hears back;
+//   the accounts it wrote to (and their counters) before any caller hears back;
 // - a commit by any other connection or process changes PRAGMA data_version, and the next
 //   read after that finds the whole cache cleared.
 // - a pet changed or deleted by this connection (a PATCH, a DELETE, an order moving its
@@ -9,6 +9,7 @@
 // Cached values are frozen and shared: callers may memoize what they derive from them
 // (the next-page cursor, the serialized JSON) by identity.
 import type { Pet } from '../../schemas/index.js';
+import type { Inventory } from '../pets.js';
 
 export interface ReadCacheLimits {
   /** Most pages kept (a page holds up to 100 pets, plus one lookahead). */
@@ -46,6 +47,8 @@ export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIM
   const pets = new Map<string, Pet>();
   /** Bumped after every local commit that added pets to the account. */
   const generations = new Map<string, number>();
+  /** The account's counters, valid while its generation is the one they were read at. */
+  const inventories = new Map<string, { counts: Inventory; generation: number }>();
 
   const pageKey = (accountId: string, filter: PageFilter, afterId: number, limit: number) =>
     `${accountId}\u0000${filter.status ?? ''}\u0000${filter.categoryId ?? ''}\u0000${afterId}\u0000${limit}`;
@@ -57,6 +60,7 @@ export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIM
       pages.clear();
       pets.clear();
       generations.clear();
+      inventories.clear();
     },
 
     /** This connection committed new pets for the account: its pages may now be short. */
@@ -95,6 +99,18 @@ export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIM
     setPet(accountId: string, pet: Pet): Pet {
       const frozen = freezePet(pet);
       setBounded(pets, petKey(accountId, pet.id), frozen, limits.pets);
+      return frozen;
+    },
+
+    getInventory(accountId: string): Inventory | undefined {
+      const entry = inventories.get(accountId);
+      return entry && entry.generation === (generations.get(accountId) ?? 0) ? entry.counts : undefined;
+    },
+
+    /** As setPage: `generation` read before the query. Every change of a pet bumps it. */
+    setInventory(accountId: string, counts: Inventory, generation: number): Inventory {
+      const frozen = Object.freeze({ ...counts });
+      setBounded(inventories, accountId, { counts: frozen, generation }, limits.pages);
       return frozen;
     },
 
