@@ -287,13 +287,21 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
     async updateMany(tx, accountId, changes) {
       if (changes.length === 0) return;
       const values = changes.flatMap(({ after }) => [after.id, after.name, after.categoryId, after.status ?? null]);
-      await tx.run(
-        `WITH u (id, name, category_id, status) AS (VALUES ${Array(changes.length).fill(TYPED_ROW).join(', ')}) ` +
-          'UPDATE pets SET name = u.name, category_id = u.category_id, status = u.status FROM u WHERE pets.account_id = ? AND pets.id = u.id',
-        [...values, accountId],
-      );
       const statusMoves = changes.filter(({ before, after }) => before.status !== after.status);
       const categoryMoves = changes.filter(({ before, after }) => before.categoryId !== after.categoryId);
+      // Only the columns some pet changes: SQLite rewrites the index entries of every column set.
+      const set = [
+        changes.some(({ before, after }) => before.name !== after.name) && 'name = u.name',
+        categoryMoves.length > 0 && 'category_id = u.category_id',
+        statusMoves.length > 0 && 'status = u.status',
+      ].filter(Boolean);
+      if (set.length > 0) {
+        await tx.run(
+          `WITH u (id, name, category_id, status) AS (VALUES ${Array(changes.length).fill(TYPED_ROW).join(', ')}) ` +
+            `UPDATE pets SET ${set.join(', ')} FROM u WHERE pets.account_id = ? AND pets.id = u.id`,
+          [...values, accountId],
+        );
+      }
       // The account's row before any category's, as everywhere (see update).
       if (statusMoves.length > 0 || categoryMoves.length > 0) {
         await adjustInventory(tx, accountId, inventoryDelta(statusMoves.map((c) => c.after.status), statusMoves.map((c) => c.before.status)), categoryMoves.length > 0);
