@@ -161,7 +161,8 @@ const url = Type.String({
   maxLength: WEBHOOK_URL_MAX_LENGTH,
   description:
     'Where deliveries are POSTed: an absolute `https` URL of at most 2048 characters, on a public address. Loopback, private, ' +
-    'link-local and other internal addresses are refused, at registration and again when connecting (`invalid_webhook_url`).',
+    'link-local and other internal addresses are refused, at registration and again when connecting (`invalid_webhook_url`), ' +
+    'and so are control characters. Stored and shown normalized, as it is called (`HTTPS://Example.com/a/../b` is `https://example.com/b`).',
   examples: ['https://hooks.example.com/petstore'],
 });
 const description = Type.String({
@@ -204,7 +205,7 @@ const endpointId = Type.String({ description: 'Opaque identifier: `we_` and 24 r
 export const WebhookEndpoint = Type.Object(
   {
     id: endpointId,
-    url: Type.String({ description: 'Where deliveries are POSTed.' }),
+    url: Type.String({ description: 'Where deliveries are POSTed: the registered URL, normalized.' }),
     eventTypes: Type.Array(ref(EventType), { description: 'The kinds delivered to it.' }),
     allEventTypes: Type.Boolean({ description: '`true` when registered without `eventTypes`: every kind, including kinds added later.' }),
     description: Type.Optional(Type.String({ description: 'What the endpoint is for; absent when none was given.' })),

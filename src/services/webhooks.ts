@@ -23,8 +23,17 @@ import { type CursorCodec, pageBounds, pageOf, type PageRequest } from './cursor
 /** Every kind, including kinds added later. */
 export const ALL_EVENTS_MASK = -1;
 
-/** The registration-time URL check: undefined when acceptable, else why not (and how to fix it). */
-export type UrlCheck = (url: string) => string | undefined;
+/** The registration-time URL check: the normalized URL (the one called) when acceptable, else why not (and how to fix it). */
+export type UrlCheck = (url: string) => { url: string } | { reason: string };
+
+/** The URL as called: stored URLs are normalized since registration; older rows may not be. */
+function calledUrl(stored: string): string {
+  try {
+    return new URL(stored).href;
+  } catch {
+    return stored;
+  }
+}
 
 export const maskOf = (types: readonly EventType[] | null | undefined) =>
   types == null ? ALL_EVENTS_MASK : types.reduce((mask, type) => mask | eventBit(type), 0);
@@ -32,7 +41,7 @@ export const maskOf = (types: readonly EventType[] | null | undefined) =>
 export function publicEndpoint(e: StoredWebhookEndpoint): WebhookEndpoint {
   const endpoint: WebhookEndpoint = {
     id: e.id,
-    url: e.url,
+    url: calledUrl(e.url),
     eventTypes: e.eventMask === ALL_EVENTS_MASK ? [...EVENT_TYPES] : typesOf(e.eventMask),
     allEventTypes: e.eventMask === ALL_EVENTS_MASK,
     disabled: e.disabled,
@@ -69,9 +78,9 @@ export function createWebhookService(deps: {
   const now = () => new Date(clock.now()).toISOString();
   const notFound = (id: string) => new NotFoundError(`No webhook endpoint with id ${id}. List yours with GET /v1/webhook-endpoints.`);
   const checked = (url: string) => {
-    const reason = checkUrl(url);
-    if (reason !== undefined) throw new InvalidWebhookUrlError(reason);
-    return url;
+    const checkedUrl = checkUrl(url);
+    if ('reason' in checkedUrl) throw new InvalidWebhookUrlError(checkedUrl.reason);
+    return checkedUrl.url;
   };
   const endpointOf = async (accountId: string, id: string) => {
     const endpoint = await webhooks.getEndpoint(accountId, id);

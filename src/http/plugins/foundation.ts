@@ -89,7 +89,7 @@ export const servicesPlugin = definePlugin<ServicesOptions>(PLUGIN.services, [PL
     onMessageQueued: wakeups.messageQueued,
     checkWebhookUrl: (url) => {
       const checked = checkWebhookUrl(url, urlPolicy);
-      return checked.ok ? undefined : checked.reason;
+      return checked.ok ? { url: checked.url.href } : { reason: checked.reason };
     },
     webhookSecretOverlapSeconds: webhooks.secretOverlapSeconds,
     onDeliveryDue: wakeups.deliveryDue,
