@@ -159,8 +159,10 @@ for (const backend of backends) {
       const skipping = inOrder(await webhooks.claim(now, LEASE_MS, 10, [one.id]));
       assert.deepEqual(skipping.map((d) => d.endpointId), [two.id, two.id]);
       const [event] = await events.list({ accountId: a!, limit: 1 });
+      assert.match(skipping[0]!.deliveryId, /^whd_[0-9a-f]{32}$/);
+      const [listed] = await webhooks.listDeliveries({ accountId: a!, endpointId: two.id, limit: 1 });
       assert.deepEqual(skipping[0], {
-        jobId: skipping[0]!.jobId, accountId: a!, endpointId: two.id, eventSeq: 1, attempts: 0, singleAttempt: false, url: 'https://example.com/hook', disabled: false,
+        jobId: skipping[0]!.jobId, deliveryId: listed!.id, accountId: a!, endpointId: two.id, eventSeq: 1, attempts: 0, singleAttempt: false, url: 'https://example.com/hook', disabled: false,
         secret: 'whsec_three', previousSecret: 'whsec_two', previousSecretExpiresAt: 1_900_000_000_000, event,
       });
       const rest = inOrder(await webhooks.claim(now, LEASE_MS, 10, []));

@@ -4,16 +4,21 @@
 // `endpointConcurrency` per endpoint: claims skip endpoints at their limit, so one slow or dead
 // receiver never holds back the others. Each attempt is signed (Standard Webhooks) with the
 // endpoint's live secrets; outcomes are recorded in batches, each with its job's removal or
-// rescheduling in one transaction. A worker that dies mid-attempt leaves its jobs leased: they
+// rescheduling in one transaction. A failed attempt records only its category (DeliveryError): the
+// detail, which may name what the host resolved to, goes to the server's log. A worker that dies mid-attempt leaves its jobs leased: they
 // come due again when the lease ends and are sent again with the same webhook-id (at least once).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
+import type { DeliveryError } from '../schemas/events.js';
 import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../store/webhooks.js';
 import { signatureHeader } from '../webhooks/signing.js';
 import { eventJson } from './events.js';
 
 /** What sending one delivery came to (src/webhooks/sender.ts makes the request). */
-export type SendResult = { kind: 'response'; status: number; retryAfterMs?: number | undefined } | { kind: 'error'; reason: string };
+export type SendResult =
+  | { kind: 'response'; status: number; retryAfterMs?: number | undefined }
+  /** `reason` is for the server's log only. */
+  | { kind: 'error'; category: DeliveryError; reason: string };
 export type Send = (url: string, headers: Record<string, string>, body: string) => Promise<SendResult>;
 
 export interface WebhookWorkerCounters {
@@ -49,12 +54,8 @@ const CLAIM_MAX = 16;
 /** Events one fan-out passes per endpoint (one transaction): a long backlog goes in steps. */
 const FAN_OUT_MAX = 1000;
 
-/** Why an answer (or no answer) is a failure, as the delivery records it. */
-function failureReason(result: SendResult): string {
-  if (result.kind === 'error') return result.reason;
-  if (result.status >= 300 && result.status < 400) return `The receiver answered ${result.status} (a redirect): redirects are not followed; register the final URL.`;
-  return `The receiver answered ${result.status}.`;
-}
+/** Why an answer (or no answer) is a failure, as the delivery records it (the status is recorded beside it). */
+const failureOf = (result: SendResult): DeliveryError => (result.kind === 'error' ? result.category : 'http_status');
 
 /**
  * What an attempt's result comes to: a 2xx succeeded, a 410 is gone (the endpoint is disabled),
@@ -65,8 +66,8 @@ export function outcomeOf(d: ClaimedDelivery, result: SendResult, at: string, no
   const base = { jobId: d.jobId, accountId: d.accountId, endpointId: d.endpointId, eventSeq: d.eventSeq, at };
   const status = result.kind === 'response' ? result.status : undefined;
   if (status !== undefined && status >= 200 && status < 300) return { ...base, outcome: 'succeeded', responseStatus: status };
-  if (status === 410) return { ...base, outcome: 'gone', responseStatus: 410, error: 'The receiver answered 410 Gone: the endpoint is disabled.' };
-  const error = failureReason(result);
+  if (status === 410) return { ...base, outcome: 'gone', responseStatus: 410, error: 'http_status' };
+  const error = failureOf(result);
   const made = d.attempts + 1;
   if (d.singleAttempt || made >= schedule.length) return { ...base, outcome: 'failed', responseStatus: status, error };
   const retryAfter = result.kind === 'response' && (status === 429 || status === 503) ? result.retryAfterMs : undefined;
@@ -228,7 +229,7 @@ class DeliveryWorker {
     const startedAt = clock.now();
     const at = new Date(startedAt).toISOString();
     if (d.disabled) {
-      return { jobId: d.jobId, accountId: d.accountId, endpointId: d.endpointId, eventSeq: d.eventSeq, outcome: 'skipped', at, error: 'The endpoint was disabled before this delivery was attempted.' };
+      return { jobId: d.jobId, accountId: d.accountId, endpointId: d.endpointId, eventSeq: d.eventSeq, outcome: 'skipped', at, error: 'endpoint_disabled' };
     }
     const body = eventJson(d.event);
     const timestamp = Math.floor(startedAt / 1000);
@@ -240,6 +241,13 @@ class DeliveryWorker {
       'webhook-signature': signatureHeader(secrets, d.event.id, timestamp, body),
     }, body);
     const seconds = (performance.now() - started) / 1000;
+    if (result.kind === 'error') {
+      // The owner sees the category only; operators get what it hides.
+      this.deps.log.info(
+        { accountId: d.accountId, endpointId: d.endpointId, deliveryId: d.deliveryId, eventId: d.event.id, category: result.category, reason: result.reason },
+        'webhook attempt failed',
+      );
+    }
     const record = outcomeOf(d, result, at, clock.now(), options.schedule, (attempt) => this.delayBefore(attempt));
     counters.attempt(record.outcome, seconds);
     if (record.outcome === 'gone') counters.endpointDisabled();

@@ -4,6 +4,8 @@
 import type { Clock } from '../clock.js';
 import { InvalidWebhookUrlError, NotFoundError, WebhookEndpointDisabledError, WebhookEndpointLimitError } from '../errors.js';
 import {
+  DELIVERY_ERRORS,
+  type DeliveryError,
   type DeliveryStatus,
   EVENT_TYPES,
   eventBit,
@@ -52,11 +54,29 @@ export function publicEndpoint(e: StoredWebhookEndpoint): WebhookEndpoint {
   return endpoint;
 }
 
+// What rows written before lastError held only a category said, by their wording (sender.ts,
+// webhook-worker.ts of that time): their detail is never shown.
+const LEGACY_ERRORS: Array<[RegExp, DeliveryError]> = [
+  [/^connection refused by policy/, 'address_not_allowed'],
+  [/^DNS: /, 'dns_failure'],
+  [/^no response within/, 'timeout'],
+  [/^TLS: /, 'tls_error'],
+  [/^invalid HTTP response: HPE_HEADER_OVERFLOW/, 'response_too_large'],
+  [/^invalid HTTP response/, 'invalid_response'],
+  [/^The receiver answered/, 'http_status'],
+  [/^The endpoint was disabled/, 'endpoint_disabled'],
+];
+
+export function deliveryError(stored: string): DeliveryError {
+  if ((DELIVERY_ERRORS as readonly string[]).includes(stored)) return stored as DeliveryError;
+  return LEGACY_ERRORS.find(([pattern]) => pattern.test(stored))?.[1] ?? 'connection_failed';
+}
+
 export function publicDelivery(d: StoredDelivery): WebhookDelivery {
   const delivery: WebhookDelivery = { id: d.id, eventId: d.eventId, eventType: d.eventType, status: d.status, attempts: d.attempts };
   if (d.lastAttemptAt !== undefined) delivery.lastAttemptAt = d.lastAttemptAt;
   if (d.lastResponseStatus !== undefined) delivery.lastResponseStatus = d.lastResponseStatus;
-  if (d.lastError !== undefined) delivery.lastError = d.lastError;
+  if (d.lastError !== undefined) delivery.lastError = deliveryError(d.lastError);
   if (d.nextAttemptAt !== undefined) delivery.nextAttemptAt = d.nextAttemptAt;
   return delivery;
 }

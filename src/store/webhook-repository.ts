@@ -75,6 +75,7 @@ const toDelivery = (row: DeliveryRow): StoredDelivery => ({
 /** A leased job j with its pending delivery d, endpoint w and the log's row e holding its event; d's, w's and e's columns are null when gone. */
 export interface ClaimedRow {
   job_id: number;
+  delivery_id: string | null;
   account_id: string | null;
   endpoint_id: string | null;
   event_seq: number;
@@ -96,7 +97,7 @@ export interface ClaimedRow {
 
 /** What a claim selects for a job j (CLAIMED_JOINS). */
 export const CLAIMED_COLUMNS =
-  'j.id AS job_id, d.account_id, d.endpoint_id, d.event_seq, d.attempts, d.single_attempt, w.url, w.disabled, w.secret, ' +
+  'j.id AS job_id, d.id AS delivery_id, d.account_id, d.endpoint_id, d.event_seq, d.attempts, d.single_attempt, w.url, w.disabled, w.secret, ' +
   'w.previous_secret, w.previous_secret_expires_at, e.seq AS run_seq, e.span AS run_span, e.id AS run_id, e.more_ids AS run_more_ids, ' +
   'e.type AS event_type, e.created_at AS event_created_at, e.data AS event_data';
 
@@ -118,7 +119,7 @@ export function toClaimedDeliveries(rows: readonly ClaimedRow[]): { claimed: Cla
       row.run_seq === null
         ? undefined
         : { seq: row.run_seq, span: row.run_span!, id: row.run_id!, more_ids: row.run_more_ids, type: row.event_type, created_at: row.event_created_at, data: row.event_data };
-    if (row.endpoint_id === null || row.account_id === null || !run || !holds(run, row.event_seq)) {
+    if (row.endpoint_id === null || row.account_id === null || row.delivery_id === null || !run || !holds(run, row.event_seq)) {
       orphans.push(row.job_id);
       continue;
     }
@@ -127,6 +128,7 @@ export function toClaimedDeliveries(rows: readonly ClaimedRow[]): { claimed: Cla
     if (!data) runs.set(key, (data = runData(run)));
     claimed.push({
       jobId: row.job_id,
+      deliveryId: row.delivery_id,
       accountId: row.account_id,
       endpointId: row.endpoint_id,
       eventSeq: row.event_seq,

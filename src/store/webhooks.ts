@@ -64,6 +64,8 @@ export interface ListDeliveriesQuery {
 /** A due delivery leased to a worker, with what it needs to make the attempt. */
 export interface ClaimedDelivery {
   jobId: number;
+  /** The delivery's id (`whd_…`), for the server's log. */
+  deliveryId: string;
   accountId: string;
   endpointId: string;
   eventSeq: number;
@@ -90,6 +92,7 @@ export interface AttemptRecord {
   /** ISO time of the attempt. */
   at: string;
   responseStatus?: number | undefined;
+  /** What the owner is shown: a DeliveryError category (the detail goes to the server's log). */
   error?: string | undefined;
   /** Epoch ms, with `retry`. */
   nextAttemptAt?: number | undefined;

@@ -18,7 +18,7 @@ it('when one endpoint has a backlog, then every event is attempted once and clai
   let skippingClaims = 0;
   const recorded: AttemptRecord[] = [];
   const delivery = (seq: number): ClaimedDelivery => ({
-    jobId: seq, accountId: 'acc', endpointId: 'we_1', eventSeq: seq, attempts: 0, singleAttempt: false, url: 'http://receiver.test/',
+    jobId: seq, deliveryId: `whd_${seq}`, accountId: 'acc', endpointId: 'we_1', eventSeq: seq, attempts: 0, singleAttempt: false, url: 'http://receiver.test/',
     disabled: false, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3xRhQ0k5Dj0=', previousSecret: undefined, previousSecretExpiresAt: undefined,
     event: { seq, id: `evt_${seq}`, type: 'pet.created', createdAt: '2026-11-23T12:00:00.000Z', data: '{}' },
   });
