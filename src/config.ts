@@ -54,6 +54,8 @@ export const ConfigSchema = Type.Object({
   PETSTORE_RATE_LIMIT_PER_SECOND: int(1, 1_000_000, 100, 'Per API key: sustained requests per second'),
   PETSTORE_RATE_LIMIT_BURST: int(1, 1_000_000, 200, 'Per API key: bucket size, the largest burst'),
   PETSTORE_METRICS_TOKEN: optional('(none: open)', 'When set, `GET /metrics` needs `Authorization: Bearer <token>`'),
+  PETSTORE_METRICS_HOST: text('127.0.0.1', 'Where `serve` answers `/metrics` when `HOST` is not a loopback address and `PETSTORE_METRICS_TOKEN` is unset (the public `/metrics` then answers 404)'),
+  PETSTORE_METRICS_PORT: int(0, 65535, 9464, 'The port of that metrics listener (9464: where Prometheus exporters conventionally listen)'),
   PETSTORE_REQUEST_TIMEOUT_MS: int(100, 600_000, 10_000, 'A client must send its whole request within this time (slow clients get 408)'),
   PETSTORE_SHUTDOWN_TIMEOUT_MS: int(0, 600_000, 10_000, 'On SIGTERM/SIGINT: time allowed for requests in flight before exit'),
   PETSTORE_SHUTDOWN_DELAY_MS: int(0, 600_000, 0, 'On SIGTERM/SIGINT: first keep serving with `/readyz` answering 503 for this long, so a load balancer takes the instance out (see [docs/scaling.md](docs/scaling.md))'),
@@ -158,6 +160,16 @@ export interface WebhooksConfig {
   endpointConcurrency: number;
 }
 
+export interface MetricsConfig {
+  token: string | undefined;
+  /** Where `serve` answers /metrics instead of its public listener; undefined: on the public listener. */
+  listener: { host: string; port: number } | undefined;
+}
+
+/** 127.0.0.0/8, ::1 and localhost: only this machine can connect. */
+export const isLoopbackHost = (host: string): boolean =>
+  host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+
 export interface WorkersConfig {
   /** Run the message delivery worker in this process. */
   messages: boolean;
@@ -175,7 +187,7 @@ export interface Config {
   logging: { level: string };
   docs: DocsConfig;
   rateLimits: RateLimitsConfig;
-  metrics: { token: string | undefined };
+  metrics: MetricsConfig;
   shutdown: ShutdownConfig;
   webhooks: WebhooksConfig;
   workers: WorkersConfig;
@@ -219,7 +231,11 @@ export function loadConfig(env: Env = process.env): Config {
       exampleApiUrl: v.PETSTORE_EXAMPLE_API_URL,
     },
     rateLimits: { perSecond: v.PETSTORE_RATE_LIMIT_PER_SECOND, burst: v.PETSTORE_RATE_LIMIT_BURST, redisUrl: v.PETSTORE_REDIS_URL },
-    metrics: { token: v.PETSTORE_METRICS_TOKEN },
+    metrics: {
+      token: v.PETSTORE_METRICS_TOKEN,
+      // Metrics label account ids: open on a public listener only by the operator's choice (a token).
+      listener: isLoopbackHost(v.HOST) || v.PETSTORE_METRICS_TOKEN !== undefined ? undefined : { host: v.PETSTORE_METRICS_HOST, port: v.PETSTORE_METRICS_PORT },
+    },
     shutdown: { timeoutMs: v.PETSTORE_SHUTDOWN_TIMEOUT_MS, delayMs: v.PETSTORE_SHUTDOWN_DELAY_MS },
     webhooks: {
       timeoutMs: v.PETSTORE_WEBHOOK_TIMEOUT_MS,
