@@ -82,6 +82,7 @@ export const ConfigSchema = Type.Object({
     .Encode((networks: AllowedNetworks) => networks.entries.join(',')),
   PETSTORE_WEBHOOK_CONCURRENCY: int(1, 1024, 64, 'Delivery attempts in flight per process'),
   PETSTORE_WEBHOOK_ENDPOINT_CONCURRENCY: int(1, 1024, 16, 'Delivery attempts in flight per endpoint and process'),
+  PETSTORE_WEBHOOK_ACCOUNT_CONCURRENCY: int(1, 1024, 16, "Delivery attempts in flight per account and process: one account's slow receivers never hold more of the process's attempts"),
   PETSTORE_DOCS: flag(true, 'Serve the [developer portal](#developer-portal) (`/`, `/docs…`); `false` turns it off, keeping `/v1/openapi.json` and `/docs/deprecations`'),
   PETSTORE_WORKER_PORT: int(0, 65535, 9465, '`petstore worker` (the background workers without the API) serves `/metrics`, `/healthz` and `/readyz` on this port, on `HOST`'),
 });
@@ -158,6 +159,8 @@ export interface WebhooksConfig {
   /** Most deliveries in flight at once in one process, and to one endpoint. */
   concurrency: number;
   endpointConcurrency: number;
+  /** Most deliveries in flight at once for one account, in one process (its share). */
+  accountConcurrency: number;
 }
 
 export interface MetricsConfig {
@@ -245,6 +248,7 @@ export function loadConfig(env: Env = process.env): Config {
       allowHttp: v.PETSTORE_WEBHOOK_ALLOW_HTTP,
       concurrency: v.PETSTORE_WEBHOOK_CONCURRENCY,
       endpointConcurrency: v.PETSTORE_WEBHOOK_ENDPOINT_CONCURRENCY,
+      accountConcurrency: v.PETSTORE_WEBHOOK_ACCOUNT_CONCURRENCY,
     },
     workers: { messages: v.PETSTORE_MESSAGE_WORKER, webhooks: v.PETSTORE_WEBHOOK_WORKER, port: v.PETSTORE_WORKER_PORT },
   };
