@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { isLoopbackHost, loadConfig } from '../../src/config.js';
 import { startApp } from '../helpers/app.js';
-import { freePort } from '../helpers/process.js';
+import { sqliteBackend } from '../helpers/backends.js';
+import { freePort, startServerProcess } from '../helpers/process.js';
 
 describe('where /metrics is served', () => {
   test('when HOST is not loopback and no token is set, then the public /metrics answers 404 not_found and the metrics listener serves them', async (t) => {
@@ -50,6 +51,29 @@ describe('where /metrics is served', () => {
     assert.equal((await fetch(`http://127.0.0.1:${port}/metrics`)).status, 200);
     await assert.rejects(startApp(t, { env: { HOST: '0.0.0.0', PETSTORE_METRICS_PORT: String(port) } }), /EADDRINUSE/);
     assert.equal((await first.request('GET', '/metrics')).status, 404);
+  });
+
+  test('when `serve --workers 2` listens on 0.0.0.0 without a token, then its workers share the metrics listener and each scrape answers for the cluster', { timeout: 90_000 }, async (t) => {
+    const database = await sqliteBackend.createDatabase();
+    const port = await freePort();
+    // Ready on the API port: the workers' metrics listener, which listens first, is not what the primary announces.
+    const cluster = await startServerProcess({ PETSTORE_DATABASE_URL: database.url, HOST: '0.0.0.0', PETSTORE_METRICS_PORT: String(port) }, ['--workers', '2'], {
+      ready: /cluster ready: 2 workers listening at http:\/\/0\.0\.0\.0:(\d+)/,
+    });
+    t.after(async () => {
+      await cluster.stop('SIGTERM');
+      await database.drop();
+    });
+    const url = `http://127.0.0.1:${cluster.url}`;
+    assert.notEqual(Number(cluster.url), port);
+    for (let i = 0; i < 4; i++) assert.equal((await fetch(`${url}/healthz`)).status, 200);
+    const hidden = await fetch(`${url}/metrics`);
+    assert.equal(hidden.status, 404);
+    assert.equal(((await hidden.json()) as { code: string }).code, 'not_found');
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    // Both workers' counts, whichever answered: the four health checks and the 404.
+    assert.match(text, /petstore_http_requests_total\{method="GET",route="\/healthz",status="200"\} 4/);
+    assert.match(text, /petstore_http_requests_total\{method="GET",route="unmatched",status="404"\} 1/);
   });
 
   test('when HOST is loopback, then /metrics stays on it; otherwise the listener defaults to 127.0.0.1:9464', () => {
