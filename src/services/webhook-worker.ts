@@ -281,7 +281,7 @@ class DeliveryWorker {
     this.checkIdle();
   }
 
-  // Waiting deliveries take no room: they belong to accounts at their share, which claims skip.
+  // Waiting deliveries take no room: their accounts or endpoints are at their limit, which claims skip.
   private room = (): number => this.deps.options.concurrency - this.slots.inFlight;
 
   /** Fans out; true when it left more to fan out. */

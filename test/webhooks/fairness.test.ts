@@ -3,7 +3,8 @@
 // claims skip an account at its share. Real receivers on 127.0.0.1: account A's two accept and
 // never answer; account B's answers 204. Ordering, not timing: B's delivery must arrive while
 // A's first attempts still hang (A's receivers have seen only A's share), where before A held
-// every slot until its attempts timed out. Then A's receivers recover and get everything.
+// every slot until its attempts timed out; manual retries of A's deliveries change nothing. Then
+// A's receivers recover and get everything.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { startApp } from '../helpers/app.js';
@@ -56,6 +57,15 @@ describe('fair deliveries', { concurrency: true }, () => {
       assert.equal((await app.request('POST', '/v1/pets', { key: b.key, body: { name: 'B0', categoryId: 1 } })).status, 201);
       await answeringB.waitFor(1, 30_000);
       assert.equal(seenByA(), 2, "B's delivery arrived while A held only its share, its first attempts still hanging");
+
+      // Manual retries of every pending delivery of A do not bypass its share either.
+      for (const id of endpointsA) {
+        const list = (await app.request('GET', `/v1/webhook-endpoints/${id}/deliveries?limit=100`, { key: a.key })).body as Array<{ id: string }>;
+        for (const d of list) assert.equal((await app.request('POST', `/v1/webhook-endpoints/${id}/deliveries/${d.id}/retry`, { key: a.key })).status, 202);
+      }
+      assert.equal((await app.request('POST', '/v1/pets', { key: b.key, body: { name: 'B1', categoryId: 1 } })).status, 201);
+      await answeringB.waitFor(2, 30_000);
+      assert.equal(seenByA(), 2, "B's second delivery arrived while A, retried by hand, still held only its share");
 
       // A's receivers recover: every one of A's deliveries arrives (retries of the hung ones included).
       for (const r of silentA) r.answer = () => ({ status: 204 });
