@@ -117,6 +117,8 @@ export async function runPrimary(config: Config, workers: number): Promise<void>
   });
 
   cluster.on('listening', (worker: Worker, address: Address) => {
+    // A worker's metrics listener (PETSTORE_METRICS_PORT) listens first: only the API port means ready.
+    if (config.metrics.listener && address.port === config.metrics.listener.port) return;
     listening.add(worker.id);
     logger.info({ worker: worker.id, workerPid: worker.process.pid, url: urlOf(address) }, 'worker listening');
     if (phase === 'starting' && listening.size === workers) {

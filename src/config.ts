@@ -54,6 +54,8 @@ export const ConfigSchema = Type.Object({
   PETSTORE_RATE_LIMIT_PER_SECOND: int(1, 1_000_000, 100, 'Per API key: sustained requests per second'),
   PETSTORE_RATE_LIMIT_BURST: int(1, 1_000_000, 200, 'Per API key: bucket size, the largest burst'),
   PETSTORE_METRICS_TOKEN: optional('(none: open)', 'When set, `GET /metrics` needs `Authorization: Bearer <token>`'),
+  PETSTORE_METRICS_HOST: text('127.0.0.1', 'Where `serve` answers `/metrics` when `HOST` is not a loopback address and `PETSTORE_METRICS_TOKEN` is unset (the public `/metrics` then answers 404)'),
+  PETSTORE_METRICS_PORT: int(0, 65535, 9464, 'The port of that metrics listener (9464: where Prometheus exporters conventionally listen)'),
   PETSTORE_REQUEST_TIMEOUT_MS: int(100, 600_000, 10_000, 'A client must send its whole request within this time (slow clients get 408)'),
   PETSTORE_SHUTDOWN_TIMEOUT_MS: int(0, 600_000, 10_000, 'On SIGTERM/SIGINT: time allowed for requests in flight before exit'),
   PETSTORE_SHUTDOWN_DELAY_MS: int(0, 600_000, 0, 'On SIGTERM/SIGINT: first keep serving with `/readyz` answering 503 for this long, so a load balancer takes the instance out (see [docs/scaling.md](docs/scaling.md))'),
@@ -80,6 +82,7 @@ export const ConfigSchema = Type.Object({
     .Encode((networks: AllowedNetworks) => networks.entries.join(',')),
   PETSTORE_WEBHOOK_CONCURRENCY: int(1, 1024, 64, 'Delivery attempts in flight per process'),
   PETSTORE_WEBHOOK_ENDPOINT_CONCURRENCY: int(1, 1024, 16, 'Delivery attempts in flight per endpoint and process'),
+  PETSTORE_WEBHOOK_ACCOUNT_CONCURRENCY: int(1, 1024, 16, "Delivery attempts in flight per account and process: one account's slow receivers never hold more of the process's attempts"),
   PETSTORE_DOCS: flag(true, 'Serve the [developer portal](#developer-portal) (`/`, `/docs…`); `false` turns it off, keeping `/v1/openapi.json` and `/docs/deprecations`'),
   PETSTORE_WORKER_PORT: int(0, 65535, 9465, '`petstore worker` (the background workers without the API) serves `/metrics`, `/healthz` and `/readyz` on this port, on `HOST`'),
 });
@@ -156,7 +159,19 @@ export interface WebhooksConfig {
   /** Most deliveries in flight at once in one process, and to one endpoint. */
   concurrency: number;
   endpointConcurrency: number;
+  /** Most deliveries in flight at once for one account, in one process (its share). */
+  accountConcurrency: number;
 }
+
+export interface MetricsConfig {
+  token: string | undefined;
+  /** Where `serve` answers /metrics instead of its public listener; undefined: on the public listener. */
+  listener: { host: string; port: number } | undefined;
+}
+
+/** 127.0.0.0/8, ::1 and localhost: only this machine can connect. */
+export const isLoopbackHost = (host: string): boolean =>
+  host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 
 export interface WorkersConfig {
   /** Run the message delivery worker in this process. */
@@ -175,7 +190,7 @@ export interface Config {
   logging: { level: string };
   docs: DocsConfig;
   rateLimits: RateLimitsConfig;
-  metrics: { token: string | undefined };
+  metrics: MetricsConfig;
   shutdown: ShutdownConfig;
   webhooks: WebhooksConfig;
   workers: WorkersConfig;
@@ -219,7 +234,11 @@ export function loadConfig(env: Env = process.env): Config {
       exampleApiUrl: v.PETSTORE_EXAMPLE_API_URL,
     },
     rateLimits: { perSecond: v.PETSTORE_RATE_LIMIT_PER_SECOND, burst: v.PETSTORE_RATE_LIMIT_BURST, redisUrl: v.PETSTORE_REDIS_URL },
-    metrics: { token: v.PETSTORE_METRICS_TOKEN },
+    metrics: {
+      token: v.PETSTORE_METRICS_TOKEN,
+      // Metrics label account ids: open on a public listener only by the operator's choice (a token).
+      listener: isLoopbackHost(v.HOST) || v.PETSTORE_METRICS_TOKEN !== undefined ? undefined : { host: v.PETSTORE_METRICS_HOST, port: v.PETSTORE_METRICS_PORT },
+    },
     shutdown: { timeoutMs: v.PETSTORE_SHUTDOWN_TIMEOUT_MS, delayMs: v.PETSTORE_SHUTDOWN_DELAY_MS },
     webhooks: {
       timeoutMs: v.PETSTORE_WEBHOOK_TIMEOUT_MS,
@@ -229,6 +248,7 @@ export function loadConfig(env: Env = process.env): Config {
       allowHttp: v.PETSTORE_WEBHOOK_ALLOW_HTTP,
       concurrency: v.PETSTORE_WEBHOOK_CONCURRENCY,
       endpointConcurrency: v.PETSTORE_WEBHOOK_ENDPOINT_CONCURRENCY,
+      accountConcurrency: v.PETSTORE_WEBHOOK_ACCOUNT_CONCURRENCY,
     },
     workers: { messages: v.PETSTORE_MESSAGE_WORKER, webhooks: v.PETSTORE_WEBHOOK_WORKER, port: v.PETSTORE_WORKER_PORT },
   };

@@ -159,14 +159,45 @@ for (const backend of backends) {
       const skipping = inOrder(await webhooks.claim(now, LEASE_MS, 10, [one.id]));
       assert.deepEqual(skipping.map((d) => d.endpointId), [two.id, two.id]);
       const [event] = await events.list({ accountId: a!, limit: 1 });
+      assert.match(skipping[0]!.deliveryId, /^whd_[0-9a-f]{32}$/);
+      const [listed] = await webhooks.listDeliveries({ accountId: a!, endpointId: two.id, limit: 1 });
       assert.deepEqual(skipping[0], {
-        jobId: skipping[0]!.jobId, accountId: a!, endpointId: two.id, eventSeq: 1, attempts: 0, singleAttempt: false, url: 'https://example.com/hook', disabled: false,
+        jobId: skipping[0]!.jobId, deliveryId: listed!.id, leasedUntil: now + LEASE_MS, accountId: a!, endpointId: two.id, eventSeq: 1, attempts: 0, singleAttempt: false, url: 'https://example.com/hook', disabled: false,
         secret: 'whsec_three', previousSecret: 'whsec_two', previousSecretExpiresAt: 1_900_000_000_000, event,
       });
       const rest = inOrder(await webhooks.claim(now, LEASE_MS, 10, []));
       assert.deepEqual(rest.map((d) => [d.endpointId, d.eventSeq]), [[one.id, 1], [one.id, 2]]);
       assert.deepEqual(await webhooks.claim(now, LEASE_MS, 10, []), [], 'leased');
       assert.deepEqual((await webhooks.claim(now + LEASE_MS, LEASE_MS, 1, [])).map((d) => d.eventSeq), [1], 'due again when the lease ends, oldest first');
+    });
+
+    it('when an account is busy, then claims skip it; a lease is renewed only by its holder, and a released one is due again at once', async (t) => {
+      const { webhooks, append, accounts: [a, b] } = await webhookFixture(t, backend);
+      const ea = (await webhooks.createEndpoint(a!, endpoint(), 16))!;
+      const eb = (await webhooks.createEndpoint(b!, endpoint(), 16))!;
+      await append(a!, ['pet.created', 'pet.created']);
+      await append(b!, ['pet.created']);
+      await webhooks.fanOut(100);
+      const now = Date.now();
+      assert.deepEqual((await webhooks.claim(now, LEASE_MS, 10, [], [a!])).map((d) => d.endpointId), [eb.id], 'the busy account is skipped');
+      const [first, second] = inOrder(await webhooks.claim(now, LEASE_MS, 10, []));
+      assert.deepEqual([first!.endpointId, second!.endpointId], [ea.id, ea.id]);
+      assert.equal(first!.leasedUntil, now + LEASE_MS);
+
+      // The holder renews; a stale holder (its lease ended and was taken) cannot.
+      assert.equal(await webhooks.renewLease(first!.jobId, first!.leasedUntil, now + 2 * LEASE_MS), true);
+      assert.equal(await webhooks.renewLease(first!.jobId, first!.leasedUntil, now + 3 * LEASE_MS), false, 'the old lease is gone');
+      assert.deepEqual(await webhooks.claim(now + LEASE_MS, LEASE_MS, 10, [], [b!]).then((ds) => ds.map((d) => d.eventSeq)), [2], 'the renewed one is still held');
+      const [retaken] = await webhooks.claim(now + 2 * LEASE_MS, LEASE_MS, 10, [], [b!]);
+      assert.equal(retaken?.eventSeq, 1, 'due again once the renewed lease ended');
+      assert.equal(await webhooks.renewLease(first!.jobId, now + 2 * LEASE_MS, now + 4 * LEASE_MS), false, 'taken over: the first holder cannot renew it');
+
+      // Released: due at once, unless another worker holds it by then.
+      await webhooks.release([retaken!]);
+      const [again] = await webhooks.claim(now + 2 * LEASE_MS, LEASE_MS, 10, [], [b!]);
+      assert.equal(again?.eventSeq, 1);
+      await webhooks.release([{ jobId: again!.jobId, leasedUntil: 1 }]);
+      assert.deepEqual(await webhooks.claim(now + 2 * LEASE_MS, LEASE_MS, 10, [], [b!]), [], 'a release with a stale lease changes nothing');
     });
 
     it('when a claimed delivery\'s event is gone or the delivery finished meanwhile, then the claim leaves it out and its job is gone', async (t) => {

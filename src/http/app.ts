@@ -3,7 +3,7 @@
 // Background work is not here: src/runtime/workers.ts, started by src/server.ts or src/worker.ts.
 import type { FastifyBaseLogger } from 'fastify';
 import { type Clock, systemClock } from '../clock.js';
-import type { Config } from '../config.js';
+import type { Config, MetricsConfig } from '../config.js';
 import type { Wakeups } from '../runtime/wakeups.js';
 import type { WorkerDeps } from '../runtime/workers.js';
 import type { Store } from '../store/types.js';
@@ -23,14 +23,14 @@ export interface AppDeps {
 }
 
 /** The instance with what every app of ours has: the core, metrics, the store and its services. */
-async function foundation({ config, store, logger, wakeups, clock = systemClock }: AppDeps) {
+async function foundation({ config, store, logger, wakeups, clock = systemClock }: AppDeps, metrics: MetricsConfig) {
   const instance = createInstance(config.http, logger);
   const { app } = instance;
   await app.register(corePlugin, { bodyLimit: config.http.bodyLimit });
   const addMethodNotAllowed = collectRouteMethods(app);
   await app.register(metricsPlugin, {});
   await app.register(storePlugin, { store, events: config.events.enabled, wakeups });
-  await app.register(metricsEndpointPlugin, { token: config.metrics.token });
+  await app.register(metricsEndpointPlugin, metrics);
   await app.register(servicesPlugin, { clock, environment: config.environment, webhooks: config.webhooks, wakeups });
   return { ...instance, addMethodNotAllowed, clock };
 }
@@ -38,7 +38,7 @@ async function foundation({ config, store, logger, wakeups, clock = systemClock 
 /** The API server of `petstore serve`: the documents, health, the portal, /v1, the example API. */
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config } = deps;
-  const { app, addMethodNotAllowed, clock, requestId, intercept } = await foundation(deps);
+  const { app, addMethodNotAllowed, clock, requestId, intercept } = await foundation(deps, config.metrics);
   await app.register(rateLimitPlugin, config.rateLimits);
   await app.register(openApiPlugin, config.docs);
   await app.register(healthPlugin, {});
@@ -52,7 +52,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
 /** The HTTP side of `petstore worker`: /metrics, /healthz and /readyz, no API. */
 export async function buildWorkerApp(deps: AppDeps): Promise<App> {
-  const { app, addMethodNotAllowed } = await foundation(deps);
+  // Its own port is an operations port already: /metrics stays on it.
+  const { app, addMethodNotAllowed } = await foundation(deps, { token: deps.config.metrics.token, listener: undefined });
   await app.register(healthPlugin, {});
   addMethodNotAllowed();
   return app;

@@ -94,6 +94,7 @@ function startWebhookWorker({ config, store, clock, log, metrics, wakeups, webho
       timeoutMs: webhooks.timeoutMs,
       concurrency: webhooks.concurrency,
       endpointConcurrency: webhooks.endpointConcurrency,
+      accountConcurrency: webhooks.accountConcurrency,
     },
   });
   const unsubscribe = wakeups.onDeliveryDue(worker.wake);

@@ -161,7 +161,8 @@ const url = Type.String({
   maxLength: WEBHOOK_URL_MAX_LENGTH,
   description:
     'Where deliveries are POSTed: an absolute `https` URL of at most 2048 characters, on a public address. Loopback, private, ' +
-    'link-local and other internal addresses are refused, at registration and again when connecting (`invalid_webhook_url`).',
+    'link-local and other internal addresses are refused, at registration and again when connecting (`invalid_webhook_url`), ' +
+    'and so are control characters. Stored and shown normalized, as it is called (`HTTPS://Example.com/a/../b` is `https://example.com/b`).',
   examples: ['https://hooks.example.com/petstore'],
 });
 const description = Type.String({
@@ -204,7 +205,7 @@ const endpointId = Type.String({ description: 'Opaque identifier: `we_` and 24 r
 export const WebhookEndpoint = Type.Object(
   {
     id: endpointId,
-    url: Type.String({ description: 'Where deliveries are POSTed.' }),
+    url: Type.String({ description: 'Where deliveries are POSTed: the registered URL, normalized.' }),
     eventTypes: Type.Array(ref(EventType), { description: 'The kinds delivered to it.' }),
     allEventTypes: Type.Boolean({ description: '`true` when registered without `eventTypes`: every kind, including kinds added later.' }),
     description: Type.Optional(Type.String({ description: 'What the endpoint is for; absent when none was given.' })),
@@ -247,16 +248,41 @@ export const DeliveryStatus = Type.Enum(DELIVERY_STATUSES, {
   description: '`pending`: not delivered yet (more attempts to come); `succeeded`: a 2xx was received; `failed`: the retry schedule ran out, the receiver answered 410, or the endpoint was disabled.',
 });
 
+/** Why an attempt failed, as its owner sees it: a category, never an address, host or port (the detail is in the server's log). */
+export const DELIVERY_ERRORS = [
+  'address_not_allowed',
+  'dns_failure',
+  'connection_failed',
+  'timeout',
+  'tls_error',
+  'invalid_response',
+  'response_too_large',
+  'http_status',
+  'endpoint_disabled',
+] as const;
+export type DeliveryError = (typeof DELIVERY_ERRORS)[number];
+
+export const DeliveryError = Type.Enum(DELIVERY_ERRORS, {
+  $id: 'WebhookDeliveryError',
+  type: 'string',
+  description:
+    'Why the last attempt failed. `address_not_allowed`: the host resolved to (or is) an address deliveries may not reach; `dns_failure`: the host did not resolve; ' +
+    '`connection_failed`: the connection was refused, reset or closed before an answer; `timeout`: no answer in time; `tls_error`: the TLS handshake or certificate failed; ' +
+    '`invalid_response`: the answer was not valid HTTP; `response_too_large`: the answer\'s headers were too large; `http_status`: the receiver answered a status that is not 2xx ' +
+    '(`lastResponseStatus`; a 3xx is a redirect, never followed); `endpoint_disabled`: the endpoint was disabled before the attempt. ' +
+    'Addresses, host names and ports are never shown: the server\'s log has the detail, with the endpoint and delivery ids.',
+});
+
 export const WebhookDelivery = Type.Object(
   {
-    id: Type.String({ description: 'Opaque identifier: `whd_` and 32 random hex characters.', examples: ['whd_9b1deb4d3b7d4bad9bdd2b0d7b3dcb6d'] }),
+    id: Type.String({ description: 'Opaque identifier: `whd_` and 32 hex characters, 80 bits of them random; do not parse it.', examples: ['whd_9b1deb4d3b7d4bad9bdd2b0d7b3dcb6d'] }),
     eventId: Type.String({ description: 'The event delivered (its `webhook-id`).', examples: [EVENT_ID_EXAMPLE] }),
     eventType: ref(EventType),
     status: ref(DeliveryStatus),
     attempts: Type.Integer({ minimum: 0, description: 'Attempts made so far.' }),
     lastAttemptAt: Type.Optional(Timestamp('When the last attempt was made; absent before the first.')),
     lastResponseStatus: Type.Optional(Type.Integer({ description: 'The HTTP status of the last attempt; absent before the first, or when it got no answer (connection error, timeout).' })),
-    lastError: Type.Optional(Type.String({ description: 'Why the last attempt got no answer (refused connection, timeout, address refused by policy). The receiver\'s response body is never stored.' })),
+    lastError: Type.Optional(ref(DeliveryError)),
     nextAttemptAt: Type.Optional(Timestamp('When the next attempt is due; present only while `pending`.')),
   },
   { $id: 'WebhookDelivery', additionalProperties: false, description: 'One event to one endpoint, with its attempts.' },
@@ -289,6 +315,7 @@ export const eventSchemas = [
   WebhookEndpoints,
   RotatedSecret,
   DeliveryStatus,
+  DeliveryError,
   WebhookDelivery,
   WebhookDeliveries,
 ];

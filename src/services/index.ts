@@ -63,7 +63,7 @@ export async function createServices(deps: {
       clock,
       endpointCursors: createCursorCodec<string>(cursorSecret, [], 'webhook-endpoints'),
       deliveryCursors: createCursorCodec(cursorSecret, DELIVERY_STATUSES, 'webhook-deliveries'),
-      checkUrl: deps.checkWebhookUrl ?? (() => undefined),
+      checkUrl: deps.checkWebhookUrl ?? ((url) => ({ url })),
       secretOverlapSeconds: deps.webhookSecretOverlapSeconds ?? 86_400,
       ...(deps.onDeliveryDue ? { due: deps.onDeliveryDue } : {}),
     }),

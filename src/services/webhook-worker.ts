@@ -1,19 +1,27 @@
 // The webhook delivery worker every server process runs. It first fans the event log out to
 // endpoints (changes append only their events; each endpoint has a cursor in the log), then
 // claims due deliveries. It keeps up to `concurrency` attempts in flight, at most
-// `endpointConcurrency` per endpoint: claims skip endpoints at their limit, so one slow or dead
-// receiver never holds back the others. Each attempt is signed (Standard Webhooks) with the
+// `endpointConcurrency` per endpoint and `accountConcurrency` per account: claims skip endpoints
+// and accounts at their limit, so one slow or dead receiver, or one account's many, never holds
+// back the others (webhook-slots.ts). A delivery that waited for a slot renews its lease before
+// it is sent, and is dropped if the lease was lost: a live worker's delivery is never sent twice. Each attempt is signed (Standard Webhooks) with the
 // endpoint's live secrets; outcomes are recorded in batches, each with its job's removal or
-// rescheduling in one transaction. A worker that dies mid-attempt leaves its jobs leased: they
+// rescheduling in one transaction. A failed attempt records only its category (DeliveryError): the
+// detail, which may name what the host resolved to, goes to the server's log. A worker that dies mid-attempt leaves its jobs leased: they
 // come due again when the lease ends and are sent again with the same webhook-id (at least once).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
+import type { DeliveryError } from '../schemas/events.js';
 import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../store/webhooks.js';
+import { DeliverySlots } from './webhook-slots.js';
 import { signatureHeader } from '../webhooks/signing.js';
 import { eventJson } from './events.js';
 
 /** What sending one delivery came to (src/webhooks/sender.ts makes the request). */
-export type SendResult = { kind: 'response'; status: number; retryAfterMs?: number | undefined } | { kind: 'error'; reason: string };
+export type SendResult =
+  | { kind: 'response'; status: number; retryAfterMs?: number | undefined }
+  /** `reason` is for the server's log only. */
+  | { kind: 'error'; category: DeliveryError; reason: string };
 export type Send = (url: string, headers: Record<string, string>, body: string) => Promise<SendResult>;
 
 export interface WebhookWorkerCounters {
@@ -27,13 +35,15 @@ export interface WebhookWorkerOptions {
   timeoutMs: number;
   concurrency: number;
   endpointConcurrency: number;
+  /** Attempts in flight for one account (its share of `concurrency`). */
+  accountConcurrency: number;
   pollMs?: number;
   /** ±20 % jitter source (tests make it exact). */
   random?: () => number;
 }
 
 export interface WebhookWorkerDeps {
-  webhooks: Pick<WebhookRepository, 'fanOut' | 'claim' | 'record'>;
+  webhooks: Pick<WebhookRepository, 'fanOut' | 'claim' | 'record' | 'renewLease' | 'release'>;
   clock: Clock;
   log: FastifyBaseLogger;
   send: Send;
@@ -48,13 +58,14 @@ const EMPTY_CLAIM_PAUSE_MS = 20;
 const CLAIM_MAX = 16;
 /** Events one fan-out passes per endpoint (one transaction): a long backlog goes in steps. */
 const FAN_OUT_MAX = 1000;
+/** Lease left after an attempt's deadline, to record it: a delivery with less is renewed before it is sent. */
+const RECORD_MARGIN_MS = 10_000;
+/** A batch of records that failed is tried again this often, this many times (its leases still hold). */
+const RECORD_RETRY_MS = 1000;
+const RECORD_TRIES = 5;
 
-/** Why an answer (or no answer) is a failure, as the delivery records it. */
-function failureReason(result: SendResult): string {
-  if (result.kind === 'error') return result.reason;
-  if (result.status >= 300 && result.status < 400) return `The receiver answered ${result.status} (a redirect): redirects are not followed; register the final URL.`;
-  return `The receiver answered ${result.status}.`;
-}
+/** Why an answer (or no answer) is a failure, as the delivery records it (the status is recorded beside it). */
+const failureOf = (result: SendResult): DeliveryError => (result.kind === 'error' ? result.category : 'http_status');
 
 /**
  * What an attempt's result comes to: a 2xx succeeded, a 410 is gone (the endpoint is disabled),
@@ -65,61 +76,12 @@ export function outcomeOf(d: ClaimedDelivery, result: SendResult, at: string, no
   const base = { jobId: d.jobId, accountId: d.accountId, endpointId: d.endpointId, eventSeq: d.eventSeq, at };
   const status = result.kind === 'response' ? result.status : undefined;
   if (status !== undefined && status >= 200 && status < 300) return { ...base, outcome: 'succeeded', responseStatus: status };
-  if (status === 410) return { ...base, outcome: 'gone', responseStatus: 410, error: 'The receiver answered 410 Gone: the endpoint is disabled.' };
-  const error = failureReason(result);
+  if (status === 410) return { ...base, outcome: 'gone', responseStatus: 410, error: 'http_status' };
+  const error = failureOf(result);
   const made = d.attempts + 1;
   if (d.singleAttempt || made >= schedule.length) return { ...base, outcome: 'failed', responseStatus: status, error };
   const retryAfter = result.kind === 'response' && (status === 429 || status === 503) ? result.retryAfterMs : undefined;
   return { ...base, outcome: 'retry', responseStatus: status, error, nextAttemptAt: now + Math.max(delay(made), retryAfter ?? 0) };
-}
-
-/** Deliveries in hand, per endpoint: at most `limit` attempts at once each, the others waiting their turn in memory. */
-class EndpointSlots {
-  private readonly running = new Map<string, number>();
-  private readonly waiting = new Map<string, ClaimedDelivery[]>();
-  inFlight = 0;
-  waitingCount = 0;
-
-  constructor(private readonly limit: number) {}
-
-  hasRoom = (endpointId: string): boolean => (this.running.get(endpointId) ?? 0) < this.limit;
-
-  /** Endpoints at their limit (a claim skips them). */
-  busy = (): string[] => [...this.running].filter(([, n]) => n >= this.limit).map(([id]) => id);
-
-  /** True when the delivery may start now; else it waits for its endpoint. */
-  take(d: ClaimedDelivery): boolean {
-    if (this.hasRoom(d.endpointId)) return true;
-    const queue = this.waiting.get(d.endpointId) ?? [];
-    queue.push(d);
-    this.waiting.set(d.endpointId, queue);
-    this.waitingCount++;
-    return false;
-  }
-
-  started(d: ClaimedDelivery): void {
-    this.inFlight++;
-    this.running.set(d.endpointId, (this.running.get(d.endpointId) ?? 0) + 1);
-  }
-
-  /** An attempt of the endpoint ended: its next waiting delivery, if any, takes the slot. */
-  finished(endpointId: string): ClaimedDelivery | undefined {
-    this.inFlight--;
-    const left = this.running.get(endpointId)! - 1;
-    if (left === 0) this.running.delete(endpointId);
-    else this.running.set(endpointId, left);
-    const queue = this.waiting.get(endpointId);
-    const next = queue?.shift();
-    if (queue && queue.length === 0) this.waiting.delete(endpointId);
-    if (next) this.waitingCount--;
-    return next;
-  }
-
-  /** Waiting deliveries are dropped (their leases run out and another worker takes them). */
-  dropWaiting(): void {
-    this.waitingCount = 0;
-    this.waiting.clear();
-  }
 }
 
 /** Attempt records, written in batches (one transaction each) while attempts go on. */
@@ -135,6 +97,19 @@ class Recorder {
 
   idle = (): boolean => !this.recording && this.records.length === 0;
 
+  /** A failure under load (a pool wait, a lock timeout) is tried again while the leases hold: giving up means sending again. */
+  private async recordWithRetries(batch: AttemptRecord[]): Promise<void> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.webhooks.record(batch);
+      } catch (err) {
+        if (tries >= RECORD_TRIES) throw err;
+        this.warn(err, 'webhook worker: could not record attempts; trying again');
+        await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_MS));
+      }
+    }
+  }
+
   add(record: AttemptRecord): void {
     this.records.push(record);
     setImmediate(() => void this.flush());
@@ -145,10 +120,9 @@ class Recorder {
     if (this.recording) return this.recording;
     if (this.records.length === 0) return Promise.resolve();
     const batch = this.records.splice(0, this.records.length);
-    this.recording = this.webhooks
-      .record(batch)
+    this.recording = this.recordWithRetries(batch)
       // Unrecorded attempts stay leased and are made again when the lease ends (same webhook-id).
-      .catch((err: unknown) => this.warn(err, 'webhook worker: could not record attempts; they will be retried'))
+      .catch((err: unknown) => this.warn(err, 'webhook worker: could not record attempts; they will be made again'))
       .finally(() => {
         this.recording = undefined;
         if (this.records.length > 0) void this.flush();
@@ -163,7 +137,7 @@ class DeliveryWorker {
   private readonly pollMs: number;
   /** A claimed delivery may wait for one round of its endpoint's attempts, then make its own. */
   private readonly leaseMs: number;
-  private readonly slots: EndpointSlots;
+  private readonly slots: DeliverySlots;
   private readonly recorder: Recorder;
   private claiming = false;
   private stopped = true;
@@ -182,7 +156,7 @@ class DeliveryWorker {
     this.random = options.random ?? Math.random;
     this.pollMs = options.pollMs ?? POLL_MS;
     this.leaseMs = 2 * options.timeoutMs + 10_000;
-    this.slots = new EndpointSlots(options.endpointConcurrency);
+    this.slots = new DeliverySlots(options.endpointConcurrency, options.accountConcurrency);
     this.recorder = new Recorder(deps.webhooks, (err, message) => this.warn(err, message), () => this.checkIdle());
   }
 
@@ -209,7 +183,8 @@ class DeliveryWorker {
     this.stopped = true;
     clearTimeout(this.timer);
     clearTimeout(this.wakeTimer);
-    this.slots.dropWaiting();
+    // Given back now rather than when their leases end: another worker can take them at once.
+    await this.release(this.slots.dropWaiting());
     await new Promise<void>((resolve) => {
       this.idle = resolve;
       this.checkIdle();
@@ -222,13 +197,34 @@ class DeliveryWorker {
     return Math.round(base * (0.8 + 0.4 * this.random()));
   }
 
-  /** Makes one attempt and decides what it came to. */
-  private async attempt(d: ClaimedDelivery): Promise<AttemptRecord> {
+  private async release(dropped: readonly ClaimedDelivery[]): Promise<void> {
+    if (dropped.length === 0) return;
+    // Not given back: they come due when their leases end.
+    await this.deps.webhooks.release(dropped).catch((err: unknown) => this.warn(err, 'webhook worker: could not give back deliveries'));
+  }
+
+  /** True when the lease outlasts the attempt and its recording, renewing it if need be; false when it was lost. */
+  private async leaseHeld(d: ClaimedDelivery): Promise<boolean> {
+    const { clock, webhooks, options, log } = this.deps;
+    const now = clock.now();
+    if (d.leasedUntil - now >= options.timeoutMs + RECORD_MARGIN_MS) return true;
+    const until = now + this.leaseMs;
+    if (await webhooks.renewLease(d.jobId, d.leasedUntil, until)) {
+      d.leasedUntil = until;
+      return true;
+    }
+    log.info({ endpointId: d.endpointId, deliveryId: d.deliveryId }, 'webhook worker: a waiting delivery lost its lease; left to the worker that holds it');
+    return false;
+  }
+
+  /** Makes one attempt and decides what it came to; undefined when the delivery is no longer this worker's. */
+  private async attempt(d: ClaimedDelivery): Promise<AttemptRecord | undefined> {
     const { clock, send, counters, options } = this.deps;
+    if (!(await this.leaseHeld(d))) return undefined;
     const startedAt = clock.now();
     const at = new Date(startedAt).toISOString();
     if (d.disabled) {
-      return { jobId: d.jobId, accountId: d.accountId, endpointId: d.endpointId, eventSeq: d.eventSeq, outcome: 'skipped', at, error: 'The endpoint was disabled before this delivery was attempted.' };
+      return { jobId: d.jobId, accountId: d.accountId, endpointId: d.endpointId, eventSeq: d.eventSeq, outcome: 'skipped', at, error: 'endpoint_disabled' };
     }
     const body = eventJson(d.event);
     const timestamp = Math.floor(startedAt / 1000);
@@ -240,6 +236,13 @@ class DeliveryWorker {
       'webhook-signature': signatureHeader(secrets, d.event.id, timestamp, body),
     }, body);
     const seconds = (performance.now() - started) / 1000;
+    if (result.kind === 'error') {
+      // The owner sees the category only; operators get what it hides.
+      this.deps.log.info(
+        { accountId: d.accountId, endpointId: d.endpointId, deliveryId: d.deliveryId, eventId: d.event.id, category: result.category, reason: result.reason },
+        'webhook attempt failed',
+      );
+    }
     const record = outcomeOf(d, result, at, clock.now(), options.schedule, (attempt) => this.delayBefore(attempt));
     counters.attempt(record.outcome, seconds);
     if (record.outcome === 'gone') counters.endpointDisabled();
@@ -262,14 +265,14 @@ class DeliveryWorker {
     this.slots.started(d);
     this.attempt(d)
       .then(
-        (record) => this.recorder.add(record),
+        (record) => record && this.recorder.add(record),
         (err: unknown) => this.warn(err, 'webhook worker: attempt failed unexpectedly; it will be retried when its lease ends'),
       )
       .finally(() => this.finished(d));
   }
 
   private finished(d: ClaimedDelivery): void {
-    const next = this.slots.finished(d.endpointId);
+    const next = this.slots.finished(d);
     // With a waiting delivery started, the endpoint is at its limit again: a claim now would
     // skip it and scan every due job of it for nothing (per attempt: quadratic in a backlog).
     // Other endpoints' jobs are claimed by the next poll, a wake, or an attempt with none waiting.
@@ -278,7 +281,8 @@ class DeliveryWorker {
     this.checkIdle();
   }
 
-  private room = (): number => this.deps.options.concurrency - this.slots.inFlight - this.slots.waitingCount;
+  // Waiting deliveries take no room: their accounts or endpoints are at their limit, which claims skip.
+  private room = (): number => this.deps.options.concurrency - this.slots.inFlight;
 
   /** Fans out; true when it left more to fan out. */
   private async fanOut(): Promise<boolean> {
@@ -294,13 +298,19 @@ class DeliveryWorker {
     const room = this.room();
     if (room <= 0) return false;
     const max = Math.min(room, CLAIM_MAX);
-    const claimed = await this.deps.webhooks.claim(this.deps.clock.now(), this.leaseMs, max, this.slots.busy());
-    for (const d of claimed) if (this.slots.take(d)) this.begin(d);
+    const claimed = await this.deps.webhooks.claim(this.deps.clock.now(), this.leaseMs, max, this.slots.busyEndpoints(), this.slots.busyAccounts());
+    const released: ClaimedDelivery[] = [];
+    for (const d of claimed) {
+      const taken = this.slots.take(d);
+      if (taken === 'start') this.begin(d);
+      else if (taken === 'release') released.push(d);
+    }
+    void this.release(released);
     if (claimed.length === 0) this.lastEmptyClaim = this.deps.clock.now();
     // Claim again at once only if an endpoint just claimed for has room left: when all are at
     // their limit the next claim would skip them, scanning their due jobs for nothing (a poll,
     // a wake or a finished attempt looks again soon enough for other endpoints).
-    return claimed.length === max && claimed.some((d) => this.slots.hasRoom(d.endpointId));
+    return claimed.length === max && claimed.some((d) => this.slots.hasRoom(d));
   }
 
   /** Fans out what is due, then claims as much as there is room for; polls again later when nothing was due. */

@@ -4,6 +4,8 @@
 import type { Clock } from '../clock.js';
 import { InvalidWebhookUrlError, NotFoundError, WebhookEndpointDisabledError, WebhookEndpointLimitError } from '../errors.js';
 import {
+  DELIVERY_ERRORS,
+  type DeliveryError,
   type DeliveryStatus,
   EVENT_TYPES,
   eventBit,
@@ -23,8 +25,17 @@ import { type CursorCodec, pageBounds, pageOf, type PageRequest } from './cursor
 /** Every kind, including kinds added later. */
 export const ALL_EVENTS_MASK = -1;
 
-/** The registration-time URL check: undefined when acceptable, else why not (and how to fix it). */
-export type UrlCheck = (url: string) => string | undefined;
+/** The registration-time URL check: the normalized URL (the one called) when acceptable, else why not (and how to fix it). */
+export type UrlCheck = (url: string) => { url: string } | { reason: string };
+
+/** The URL as called: stored URLs are normalized since registration; older rows may not be. */
+function calledUrl(stored: string): string {
+  try {
+    return new URL(stored).href;
+  } catch {
+    return stored;
+  }
+}
 
 export const maskOf = (types: readonly EventType[] | null | undefined) =>
   types == null ? ALL_EVENTS_MASK : types.reduce((mask, type) => mask | eventBit(type), 0);
@@ -32,7 +43,7 @@ export const maskOf = (types: readonly EventType[] | null | undefined) =>
 export function publicEndpoint(e: StoredWebhookEndpoint): WebhookEndpoint {
   const endpoint: WebhookEndpoint = {
     id: e.id,
-    url: e.url,
+    url: calledUrl(e.url),
     eventTypes: e.eventMask === ALL_EVENTS_MASK ? [...EVENT_TYPES] : typesOf(e.eventMask),
     allEventTypes: e.eventMask === ALL_EVENTS_MASK,
     disabled: e.disabled,
@@ -43,11 +54,29 @@ export function publicEndpoint(e: StoredWebhookEndpoint): WebhookEndpoint {
   return endpoint;
 }
 
+// What rows written before lastError held only a category said, by their wording (sender.ts,
+// webhook-worker.ts of that time): their detail is never shown.
+const LEGACY_ERRORS: Array<[RegExp, DeliveryError]> = [
+  [/^connection refused by policy/, 'address_not_allowed'],
+  [/^DNS: /, 'dns_failure'],
+  [/^no response within/, 'timeout'],
+  [/^TLS: /, 'tls_error'],
+  [/^invalid HTTP response: HPE_HEADER_OVERFLOW/, 'response_too_large'],
+  [/^invalid HTTP response/, 'invalid_response'],
+  [/^The receiver answered/, 'http_status'],
+  [/^The endpoint was disabled/, 'endpoint_disabled'],
+];
+
+export function deliveryError(stored: string): DeliveryError {
+  if ((DELIVERY_ERRORS as readonly string[]).includes(stored)) return stored as DeliveryError;
+  return LEGACY_ERRORS.find(([pattern]) => pattern.test(stored))?.[1] ?? 'connection_failed';
+}
+
 export function publicDelivery(d: StoredDelivery): WebhookDelivery {
   const delivery: WebhookDelivery = { id: d.id, eventId: d.eventId, eventType: d.eventType, status: d.status, attempts: d.attempts };
   if (d.lastAttemptAt !== undefined) delivery.lastAttemptAt = d.lastAttemptAt;
   if (d.lastResponseStatus !== undefined) delivery.lastResponseStatus = d.lastResponseStatus;
-  if (d.lastError !== undefined) delivery.lastError = d.lastError;
+  if (d.lastError !== undefined) delivery.lastError = deliveryError(d.lastError);
   if (d.nextAttemptAt !== undefined) delivery.nextAttemptAt = d.nextAttemptAt;
   return delivery;
 }
@@ -69,9 +98,9 @@ export function createWebhookService(deps: {
   const now = () => new Date(clock.now()).toISOString();
   const notFound = (id: string) => new NotFoundError(`No webhook endpoint with id ${id}. List yours with GET /v1/webhook-endpoints.`);
   const checked = (url: string) => {
-    const reason = checkUrl(url);
-    if (reason !== undefined) throw new InvalidWebhookUrlError(reason);
-    return url;
+    const checkedUrl = checkUrl(url);
+    if ('reason' in checkedUrl) throw new InvalidWebhookUrlError(checkedUrl.reason);
+    return checkedUrl.url;
   };
   const endpointOf = async (accountId: string, id: string) => {
     const endpoint = await webhooks.getEndpoint(accountId, id);

@@ -39,6 +39,8 @@ const LABELS = {
     retryDelivery: 'retryWebhookDelivery',
     fanOut: 'fanOutWebhookEvents',
     claim: 'claimWebhookDeliveries',
+    renewLease: 'renewWebhookLease',
+    release: 'releaseWebhookDeliveries',
     record: 'recordWebhookAttempts',
     stats: 'webhookStats',
   },

@@ -75,6 +75,7 @@ const toDelivery = (row: DeliveryRow): StoredDelivery => ({
 /** A leased job j with its pending delivery d, endpoint w and the log's row e holding its event; d's, w's and e's columns are null when gone. */
 export interface ClaimedRow {
   job_id: number;
+  delivery_id: string | null;
   account_id: string | null;
   endpoint_id: string | null;
   event_seq: number;
@@ -96,7 +97,7 @@ export interface ClaimedRow {
 
 /** What a claim selects for a job j (CLAIMED_JOINS). */
 export const CLAIMED_COLUMNS =
-  'j.id AS job_id, d.account_id, d.endpoint_id, d.event_seq, d.attempts, d.single_attempt, w.url, w.disabled, w.secret, ' +
+  'j.id AS job_id, d.id AS delivery_id, d.account_id, d.endpoint_id, d.event_seq, d.attempts, d.single_attempt, w.url, w.disabled, w.secret, ' +
   'w.previous_secret, w.previous_secret_expires_at, e.seq AS run_seq, e.span AS run_span, e.id AS run_id, e.more_ids AS run_more_ids, ' +
   'e.type AS event_type, e.created_at AS event_created_at, e.data AS event_data';
 
@@ -109,7 +110,7 @@ export const CLAIMED_JOINS = `LEFT JOIN webhook_deliveries d ON d.endpoint_id = 
  * Claimed rows to deliveries; a row whose delivery or event is gone (finished meanwhile, or
  * pruned) is left out and its job id returned in `orphans`. A run's data is parsed once.
  */
-export function toClaimedDeliveries(rows: readonly ClaimedRow[]): { claimed: ClaimedDelivery[]; orphans: number[] } {
+export function toClaimedDeliveries(rows: readonly ClaimedRow[], leasedUntil: number): { claimed: ClaimedDelivery[]; orphans: number[] } {
   const claimed: ClaimedDelivery[] = [];
   const orphans: number[] = [];
   const runs = new Map<string, string[]>();
@@ -118,7 +119,7 @@ export function toClaimedDeliveries(rows: readonly ClaimedRow[]): { claimed: Cla
       row.run_seq === null
         ? undefined
         : { seq: row.run_seq, span: row.run_span!, id: row.run_id!, more_ids: row.run_more_ids, type: row.event_type, created_at: row.event_created_at, data: row.event_data };
-    if (row.endpoint_id === null || row.account_id === null || !run || !holds(run, row.event_seq)) {
+    if (row.endpoint_id === null || row.account_id === null || row.delivery_id === null || !run || !holds(run, row.event_seq)) {
       orphans.push(row.job_id);
       continue;
     }
@@ -127,6 +128,8 @@ export function toClaimedDeliveries(rows: readonly ClaimedRow[]): { claimed: Cla
     if (!data) runs.set(key, (data = runData(run)));
     claimed.push({
       jobId: row.job_id,
+      deliveryId: row.delivery_id,
+      leasedUntil,
       accountId: row.account_id,
       endpointId: row.endpoint_id,
       eventSeq: row.event_seq,
@@ -232,8 +235,8 @@ export interface WebhookSql {
   /** A pending delivery and its job, due at its event's time, for each event of a step of the endpoint's kinds, unless the delivery exists. */
   deliver(tx: Sql, steps: readonly FanOutStep[], now: number): Promise<void>;
   moveCursors(tx: Sql, steps: readonly FanOutStep[]): Promise<void>;
-  /** Leases due jobs (ClaimedRow per job leased, with what it joins). */
-  lease(now: number, leaseMs: number, max: number, busyEndpoints: readonly string[]): Promise<ClaimedRow[]>;
+  /** Leases due jobs (ClaimedRow per job leased, with what it joins), none of the busy endpoints' or accounts'. */
+  lease(now: number, leaseMs: number, max: number, busyEndpoints: readonly string[], busyAccounts: readonly string[]): Promise<ClaimedRow[]>;
   deleteJobs(ids: readonly number[]): Promise<void>;
   /** Applies the settlements in one transaction, each only to a delivery still pending. */
   settle(settlements: readonly Settlement[]): Promise<void>;
@@ -288,7 +291,13 @@ async function retryDelivery(tx: Sql, sql: WebhookSql, accountId: string, endpoi
   return toDelivery((await sql.delivery(tx, accountId, endpointId, id))!);
 }
 
-export function createWebhookRepository(db: Pick<SqlDatabase, 'transaction'>, sql: WebhookSql): WebhookRepository {
+// A lease is the worker's while leased_until is the value it set: once it ended, another worker's
+// claim sets its own (the same in the same millisecond only by a coincidence of both clocks).
+const RENEW_LEASE = "UPDATE jobs SET leased_until = ? WHERE id = ? AND kind = 'webhook.deliver' AND leased_until = ?";
+// The claim counted an attempt; a lease given back made none.
+const RELEASE_LEASE = "UPDATE jobs SET leased_until = 0, attempts = attempts - 1 WHERE id = ? AND kind = 'webhook.deliver' AND leased_until = ?";
+
+export function createWebhookRepository(db: Pick<SqlDatabase, 'transaction' | 'run'>, sql: WebhookSql): WebhookRepository {
   const endpoint = (row: EndpointRow | undefined) => row && toEndpoint(row);
   return {
     createEndpoint: (accountId, e, max) =>
@@ -313,11 +322,18 @@ export function createWebhookRepository(db: Pick<SqlDatabase, 'transaction'>, sq
     listDeliveries: async (query) => (await sql.deliveries({ ...query, afterSeq: Math.floor(query.afterSeq ?? 0) })).map(toDelivery),
     retryDelivery: (accountId, endpointId, id, now) => db.transaction((tx) => retryDelivery(tx, sql, accountId, endpointId, id, now)),
     fanOut: (max) => fanOut(db, sql, max),
-    async claim(now, leaseMs, max, busyEndpoints) {
-      const { claimed, orphans } = toClaimedDeliveries(await sql.lease(now, leaseMs, max, busyEndpoints));
+    async claim(now, leaseMs, max, busyEndpoints, busyAccounts = []) {
+      const { claimed, orphans } = toClaimedDeliveries(await sql.lease(now, leaseMs, max, busyEndpoints, busyAccounts), now + leaseMs);
       // A delivery finished or deleted meanwhile, or an event pruned: nothing left to do.
       if (orphans.length > 0) await sql.deleteJobs(orphans);
       return claimed;
+    },
+    renewLease: async (jobId, heldUntil, until) => (await db.run(RENEW_LEASE, [until, jobId, heldUntil])) === 1,
+    async release(leases) {
+      if (leases.length === 0) return;
+      await db.transaction(async (tx) => {
+        for (const { jobId, leasedUntil } of leases) await tx.run(RELEASE_LEASE, [jobId, leasedUntil]);
+      });
     },
     async record(records) {
       if (records.length > 0) await sql.settle(records.map(settle));

@@ -64,6 +64,10 @@ export interface ListDeliveriesQuery {
 /** A due delivery leased to a worker, with what it needs to make the attempt. */
 export interface ClaimedDelivery {
   jobId: number;
+  /** The delivery's id (`whd_…`), for the server's log. */
+  deliveryId: string;
+  /** Epoch ms the lease ends: the job is this worker's until then (renewLease moves it). */
+  leasedUntil: number;
   accountId: string;
   endpointId: string;
   eventSeq: number;
@@ -90,6 +94,7 @@ export interface AttemptRecord {
   /** ISO time of the attempt. */
   at: string;
   responseStatus?: number | undefined;
+  /** What the owner is shown: a DeliveryError category (the detail goes to the server's log). */
   error?: string | undefined;
   /** Epoch ms, with `retry`. */
   nextAttemptAt?: number | undefined;
@@ -125,9 +130,13 @@ export interface WebhookRepository {
   fanOut(max: number): Promise<number>;
   /**
    * Leases up to `max` due deliveries (jobs of kind webhook.deliver) until `now + leaseMs`,
-   * skipping those of `busyEndpoints` (at their concurrency limit in this process).
+   * skipping those of `busyEndpoints` and `busyAccounts` (at their limit in this process).
    */
-  claim(now: number, leaseMs: number, max: number, busyEndpoints: readonly string[]): Promise<ClaimedDelivery[]>;
+  claim(now: number, leaseMs: number, max: number, busyEndpoints: readonly string[], busyAccounts?: readonly string[]): Promise<ClaimedDelivery[]>;
+  /** Moves a lease still held (it ends at `heldUntil`) to `until`; false when it was lost (it ended and another worker may hold it). */
+  renewLease(jobId: number, heldUntil: number, until: number): Promise<boolean>;
+  /** Gives back leases still held, unattempted: their jobs are due again at once. */
+  release(leases: ReadonlyArray<{ jobId: number; leasedUntil: number }>): Promise<void>;
   /** Records the attempts and settles their jobs, all in one transaction. */
   record(records: readonly AttemptRecord[]): Promise<void>;
   /** The backlog: deliveries with a job, and events past an enabled endpoint's cursor. */

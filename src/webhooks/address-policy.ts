@@ -190,17 +190,27 @@ export type WebhookUrlCheck = { ok: true; url: URL } | { ok: false; reason: stri
 // connection-time check would refuse anyway; refusing them here gives the early, clear answer.
 const PRIVATE_NAME_SUFFIXES = ['local', 'internal', 'home.arpa', 'localdomain'];
 
+// C0 controls, DEL and C1 controls.
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+
 function refuse(reason: string): WebhookUrlCheck {
   return { ok: false, reason };
 }
 
 /**
- * The registration-time check of a webhook URL. On success `url.href` is the normalized URL to
- * store. A host name (not an IP literal) passes: its addresses are checked on every connection.
+ * The registration-time check of a webhook URL. On success `url.href` is the normalized URL: the
+ * one called, so the one stored and shown. A host name (not an IP literal) passes: its addresses are checked on every connection.
  */
 export function checkWebhookUrl(raw: string, policy: WebhookUrlPolicy): WebhookUrlCheck {
   if (raw.length > MAX_WEBHOOK_URL_LENGTH) {
     return refuse(`webhook URLs must be at most ${MAX_WEBHOOK_URL_LENGTH} characters; this one has ${raw.length}`);
+  }
+  // The URL parser silently drops tabs and line breaks and trims other controls, so the URL
+  // called would differ from the one typed: refuse them instead.
+  const control = CONTROL_CHARACTER.exec(raw);
+  if (control) {
+    const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+    return refuse(`webhook URLs must not contain control characters; found U+${code} at position ${control.index}`);
   }
   let url: URL;
   try {

@@ -1,6 +1,7 @@
 // Sends one webhook request per call, over node:http/https with keep-alive, and tells the
 // delivery worker what happened: a status (3xx included; redirects are never followed, since a
-// redirect could point anywhere) or a short error reason.
+// redirect could point anywhere) or an error: its category (what the endpoint's owner is shown)
+// and a short reason for the server's log only (it may name addresses the host resolved to).
 //
 // SSRF: every connection goes through `lookup` below, which refuses the host when ANY address it
 // resolves to is refused by the address policy (so a name that answers with one public and one
@@ -16,9 +17,11 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { DeliveryError } from '../schemas/events.js';
 import { checkWebhookUrl, refusedAddressReason, type AllowedNetworks } from './address-policy.js';
 
-export type SendResult = { kind: 'response'; status: number; retryAfterMs?: number } | { kind: 'error'; reason: string };
+export type SendError = { kind: 'error'; category: Exclude<DeliveryError, 'http_status' | 'endpoint_disabled'>; reason: string };
+export type SendResult = { kind: 'response'; status: number; retryAfterMs?: number } | SendError;
 
 export type WebhookResolver = (hostname: string) => Promise<Array<{ address: string; family: 4 | 6 }>>;
 
@@ -84,18 +87,22 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
   return Math.min(Math.max(at - now, 0), MAX_RETRY_AFTER_MS);
 }
 
-const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|INVALID_CA|INVALID_PURPOSE)/;
+// EPROTO: OpenSSL's handshake failures (an https URL on a plain-HTTP port: 'wrong version number').
+const TLS_CODE = /^(EPROTO$|ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|INVALID_CA|INVALID_PURPOSE)/;
 
-/** A short reason: our own refusals in words, everything else by its error code only. */
-function reasonFor(error: unknown, timeoutMs: number): string {
-  if (error instanceof PolicyRefusal) return `connection refused by policy: ${error.message}`;
-  if (error instanceof AttemptTimeout) return `no response within ${timeoutMs} ms`;
-  if (error instanceof DnsFailure) return `DNS: ${error.message}`;
+const failure = (category: SendError['category'], reason: string): SendError => ({ kind: 'error', category, reason });
+
+/** The category, and a short reason: our own refusals in words, everything else by its error code only. */
+function failureFor(error: unknown, timeoutMs: number): SendError {
+  if (error instanceof PolicyRefusal) return failure('address_not_allowed', `connection refused by policy: ${error.message}`);
+  if (error instanceof AttemptTimeout) return failure('timeout', `no response within ${timeoutMs} ms`);
+  if (error instanceof DnsFailure) return failure('dns_failure', `DNS: ${error.message}`);
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  if (typeof code !== 'string') return 'request failed';
-  if (TLS_CODE.test(code)) return `TLS: ${code}`;
-  if (code.startsWith('HPE_')) return `invalid HTTP response: ${code}`;
-  return code;
+  if (typeof code !== 'string') return failure('connection_failed', 'request failed');
+  if (TLS_CODE.test(code)) return failure('tls_error', `TLS: ${code}`);
+  if (code === 'HPE_HEADER_OVERFLOW') return failure('response_too_large', `invalid HTTP response: ${code}`);
+  if (code.startsWith('HPE_')) return failure('invalid_response', `invalid HTTP response: ${code}`);
+  return failure('connection_failed', code);
 }
 
 /**
@@ -166,9 +173,9 @@ export function createWebhookSender(opts: WebhookSenderOptions): WebhookSender {
   let closed = false;
 
   function send(rawUrl: string, headers: Record<string, string>, body: string): Promise<SendResult> {
-    if (closed) return Promise.resolve({ kind: 'error', reason: 'sender closed' });
+    if (closed) return Promise.resolve(failure('connection_failed', 'sender closed'));
     const checked = checkWebhookUrl(rawUrl, policy);
-    if (!checked.ok) return Promise.resolve({ kind: 'error', reason: `connection refused by policy: ${checked.reason}` });
+    if (!checked.ok) return Promise.resolve(failure('address_not_allowed', `connection refused by policy: ${checked.reason}`));
     const url = checked.url;
     const payload = Buffer.from(body, 'utf8');
     const outgoing: Record<string, string> = {};
@@ -194,7 +201,7 @@ export function createWebhookSender(opts: WebhookSenderOptions): WebhookSender {
       } catch (error) {
         // Invalid header names or values throw synchronously.
         const code = (error as NodeJS.ErrnoException).code;
-        return finish({ kind: 'error', reason: `invalid request: ${code ?? 'bad header'}` });
+        return finish(failure('connection_failed', `invalid request: ${code ?? 'bad header'}`));
       }
       // One deadline for the attempt, from here: waiting for a pooled socket, DNS, connect, TLS,
       // the response headers. After the headers it bounds the body drain, so a receiver that
@@ -203,11 +210,11 @@ export function createWebhookSender(opts: WebhookSenderOptions): WebhookSender {
       const deadline = setTimeout(() => request.destroy(new AttemptTimeout()), opts.timeoutMs);
       request.on('error', (error) => {
         // After the headers, the status is the result, whatever happens to the body.
-        if (result === undefined) finish({ kind: 'error', reason: reasonFor(error, opts.timeoutMs) });
+        if (result === undefined) finish(failureFor(error, opts.timeoutMs));
       });
       request.once('close', () => {
         clearTimeout(deadline);
-        finish(result ?? { kind: 'error', reason: 'connection closed' }); // settles without fail
+        finish(result ?? failure('connection_failed', 'connection closed')); // settles without fail
       });
       request.once('response', (response) => {
         const status = response.statusCode ?? 0;

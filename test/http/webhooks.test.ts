@@ -274,13 +274,13 @@ for (const backend of backends) {
       assert.equal(r!.status, 'failed');
       assert.equal(r!.attempts, 3);
       assert.equal(r!.lastResponseStatus, 302);
-      assert.match(r!.lastError!, /redirect/);
+      assert.equal(r!.lastError, 'http_status', 'a redirect is a status that is not 2xx');
       assert.equal(target.received.length, 0, 'the redirect was not followed');
       const [s] = await settled(owner, endpointS.id, 1);
       assert.equal(s!.status, 'failed');
       assert.equal(s!.attempts, 3);
       assert.equal(s!.lastResponseStatus, undefined);
-      assert.match(s!.lastError!, /no response within 1500 ms/);
+      assert.equal(s!.lastError, 'timeout');
       assert.equal(silent.received.length, 3);
 
       // A manual retry of a failed delivery: one attempt now, outside the schedule.
@@ -356,7 +356,7 @@ for (const backend of backends) {
       await app.request('PATCH', `/v1/webhook-endpoints/${endpoint.id}`, { key: owner.key, body: { disabled: true } });
       const [d] = await settled(owner, endpoint.id, 1);
       assert.equal(d!.status, 'failed');
-      assert.match(d!.lastError!, /disabled/);
+      assert.equal(d!.lastError, 'endpoint_disabled');
       assert.ok(failing.received.length <= 2, 'at most the attempt already in flight');
 
       const other = await receiver(() => ({ status: 500 }));
@@ -503,7 +503,7 @@ describe('the webhook address policy', () => {
       const list = (await app.request('GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries`, { key: owner.key })).body as Delivery[];
       return list[0]?.status === 'failed' ? list : undefined;
     });
-    assert.match(d!.lastError!, /refused by policy.*127\.0\.0\.1/);
+    assert.equal(d!.lastError, 'address_not_allowed', 'the category only: no address');
     assert.equal(d!.lastResponseStatus, undefined);
     assert.equal(hook.connections(), 0, 'no connection was opened');
   });

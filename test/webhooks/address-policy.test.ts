@@ -33,7 +33,10 @@ describe('checkWebhookUrl refuses', () => {
     ['https://127.0.1/', '127.0.0.1 is a loopback address'],
     ['https://%31%32%37.0.0.1/', '127.0.0.1 is a loopback address'], // percent-encoded host
     ['https://\uff11\uff12\uff17.\uff10.\uff10.\uff11/', '127.0.0.1 is a loopback address'], // fullwidth digits
-    ['https://127.0.0\t.1/', '127.0.0.1 is a loopback address'], // tabs and newlines are stripped
+    ['https://127.0.0\t.1/', 'control characters; found U+0009'], // the parser would strip it: refused before parsing
+    ['https://example.com/\r\nHost: x', 'control characters; found U+000D'],
+    ['\u0000https://example.com/', 'control characters; found U+0000'],
+    ['https://example.com/\u009b', 'control characters; found U+009B'],
     ['HTTPS://127.0.0.1/', '127.0.0.1 is a loopback address'],
     ['https:\\\\127.0.0.1\\hook', '127.0.0.1 is a loopback address'], // backslashes are slashes
     ['https:127.0.0.1', '127.0.0.1 is a loopback address'],

@@ -131,7 +131,7 @@ describe('responses', () => {
     const hook = await receiver(t, () => {});
     const started = Date.now();
     const result = await sender(t, { timeoutMs: 300 }).send(hook.url, {}, '{}');
-    assert.deepEqual(result, { kind: 'error', reason: 'no response within 300 ms' });
+    assert.deepEqual(result, { kind: 'error', category: 'timeout', reason: 'no response within 300 ms' });
     assert.ok(Date.now() - started < 2000);
   });
 
@@ -140,7 +140,7 @@ describe('responses', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    assert.deepEqual(await sender(t).send(`http://127.0.0.1:${port}/`, {}, '{}'), { kind: 'error', reason: 'ECONNREFUSED' });
+    assert.deepEqual(await sender(t).send(`http://127.0.0.1:${port}/`, {}, '{}'), { kind: 'error', category: 'connection_failed', reason: 'ECONNREFUSED' });
   });
 
   test('a 10 MB response body is cut, not read, and its socket is not reused', async (t) => {
@@ -188,7 +188,7 @@ describe('responses', () => {
     const hook = await receiver(t);
     const send = sender(t);
     send.close();
-    assert.deepEqual(await send.send(hook.url, {}, '{}'), { kind: 'error', reason: 'sender closed' });
+    assert.deepEqual(await send.send(hook.url, {}, '{}'), { kind: 'error', category: 'connection_failed', reason: 'sender closed' });
     assert.equal(hook.connections, 0);
   });
 });
@@ -205,7 +205,7 @@ describe('refusal', () => {
       },
     });
     const result = await send.send(`http://hook.example.test:${hook.port}/`, {}, '{}');
-    assert.deepEqual(result, { kind: 'error', reason: 'connection refused by policy: 127.0.0.1 is a loopback address' });
+    assert.deepEqual(result, { kind: 'error', category: 'address_not_allowed', reason: 'connection refused by policy: 127.0.0.1 is a loopback address' });
     assert.deepEqual(asked, ['hook.example.test']);
     await delay(50);
     assert.equal(hook.connections, 0);
@@ -229,6 +229,7 @@ describe('refusal', () => {
     });
     assert.deepEqual(await send.send(`http://hook.example.test:${hook.port}/`, {}, '{}'), {
       kind: 'error',
+      category: 'address_not_allowed',
       reason: 'connection refused by policy: 127.0.0.2 is a loopback address',
     });
     await delay(50);
@@ -261,6 +262,7 @@ describe('refusal', () => {
     const send = sender(t, { allowed: onceOnly });
     assert.deepEqual(await send.send(`${hook.url}/`, {}, '{}'), {
       kind: 'error',
+      category: 'address_not_allowed',
       reason: 'connection refused by policy: 127.0.0.1 is a loopback address',
     });
     await delay(50);
@@ -280,14 +282,14 @@ describe('refusal', () => {
         throw Object.assign(new Error('getaddrinfo ENOTFOUND hook.example.test'), { code: 'ENOTFOUND' });
       },
     });
-    assert.deepEqual(await failing.send('https://hook.example.test/', {}, '{}'), { kind: 'error', reason: 'DNS: ENOTFOUND' });
+    assert.deepEqual(await failing.send('https://hook.example.test/', {}, '{}'), { kind: 'error', category: 'dns_failure', reason: 'DNS: ENOTFOUND' });
     const empty = sender(t, { resolve: async () => [] });
-    assert.deepEqual(await empty.send('https://hook.example.test/', {}, '{}'), { kind: 'error', reason: 'DNS: no addresses' });
+    assert.deepEqual(await empty.send('https://hook.example.test/', {}, '{}'), { kind: 'error', category: 'dns_failure', reason: 'DNS: no addresses' });
   });
 
   test('a resolver that never answers is covered by the timeout', async (t) => {
     const send = sender(t, { timeoutMs: 200, resolve: () => new Promise(() => {}) });
-    assert.deepEqual(await send.send('https://hook.example.test/', {}, '{}'), { kind: 'error', reason: 'no response within 200 ms' });
+    assert.deepEqual(await send.send('https://hook.example.test/', {}, '{}'), { kind: 'error', category: 'timeout', reason: 'no response within 200 ms' });
   });
 });
 

@@ -18,22 +18,28 @@ it('when one endpoint has a backlog, then every event is attempted once and clai
   let skippingClaims = 0;
   const recorded: AttemptRecord[] = [];
   const delivery = (seq: number): ClaimedDelivery => ({
-    jobId: seq, accountId: 'acc', endpointId: 'we_1', eventSeq: seq, attempts: 0, singleAttempt: false, url: 'http://receiver.test/',
+    jobId: seq, deliveryId: `whd_${seq}`, leasedUntil: Date.now() + 60_000, accountId: 'acc', endpointId: 'we_1', eventSeq: seq, attempts: 0, singleAttempt: false, url: 'http://receiver.test/',
     disabled: false, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3xRhQ0k5Dj0=', previousSecret: undefined, previousSecretExpiresAt: undefined,
     event: { seq, id: `evt_${seq}`, type: 'pet.created', createdAt: '2026-11-23T12:00:00.000Z', data: '{}' },
   });
-  const webhooks: Pick<WebhookRepository, 'fanOut' | 'claim' | 'record'> = {
+  const webhooks: Pick<WebhookRepository, 'fanOut' | 'claim' | 'record' | 'renewLease' | 'release'> = {
     async fanOut() {
       return 0;
     },
-    async claim(_now: number, _leaseMs: number, max: number, busy: readonly string[]) {
+    async claim(_now: number, _leaseMs: number, max: number, busy: readonly string[], busyAccounts: readonly string[] = []) {
       claims++;
-      // The endpoint skipped: the stores walk all its due jobs to find none.
-      if (busy.includes('we_1')) {
+      // The endpoint (or its account) skipped: the stores walk all its due jobs to find none.
+      if (busy.includes('we_1') || busyAccounts.includes('acc')) {
         skippingClaims++;
         return [];
       }
       return due.splice(0, max).map(delivery);
+    },
+    async renewLease() {
+      return true;
+    },
+    async release(leases) {
+      due.unshift(...leases.map((l) => l.jobId));
     },
     async record(records: readonly AttemptRecord[]) {
       recorded.push(...records);
@@ -50,7 +56,7 @@ it('when one endpoint has a backlog, then every event is attempted once and clai
     log: { warn: () => {} } as unknown as FastifyBaseLogger,
     send,
     counters: { attempt: () => {}, endpointDisabled: () => {} },
-    options: { schedule: [0], timeoutMs: 1000, concurrency: 64, endpointConcurrency: ENDPOINT_LIMIT },
+    options: { schedule: [0], timeoutMs: 1000, concurrency: 64, endpointConcurrency: ENDPOINT_LIMIT, accountConcurrency: ENDPOINT_LIMIT },
   });
   worker.start();
   const deadline = Date.now() + 20_000;

@@ -728,7 +728,7 @@ export interface components {
         /** @description An endpoint to register. Unknown fields are rejected with 400 `invalid_request`. */
         NewWebhookEndpoint: {
             /**
-             * @description Where deliveries are POSTed: an absolute `https` URL of at most 2048 characters, on a public address. Loopback, private, link-local and other internal addresses are refused, at registration and again when connecting (`invalid_webhook_url`).
+             * @description Where deliveries are POSTed: an absolute `https` URL of at most 2048 characters, on a public address. Loopback, private, link-local and other internal addresses are refused, at registration and again when connecting (`invalid_webhook_url`), and so are control characters. Stored and shown normalized, as it is called (`HTTPS://Example.com/a/../b` is `https://example.com/b`).
              * @example https://hooks.example.com/petstore
              */
             url: string;
@@ -743,7 +743,7 @@ export interface components {
         /** @description The fields to change; the others stay as they are. At least one field. Unknown fields are rejected with 400 `invalid_request`. */
         WebhookEndpointUpdate: {
             /**
-             * @description Where deliveries are POSTed: an absolute `https` URL of at most 2048 characters, on a public address. Loopback, private, link-local and other internal addresses are refused, at registration and again when connecting (`invalid_webhook_url`).
+             * @description Where deliveries are POSTed: an absolute `https` URL of at most 2048 characters, on a public address. Loopback, private, link-local and other internal addresses are refused, at registration and again when connecting (`invalid_webhook_url`), and so are control characters. Stored and shown normalized, as it is called (`HTTPS://Example.com/a/../b` is `https://example.com/b`).
              * @example https://hooks.example.com/petstore
              */
             url?: string;
@@ -761,7 +761,7 @@ export interface components {
              * @example we_4fQm2LzT8rVb1nXc6JyK0pHd
              */
             id: string;
-            /** @description Where deliveries are POSTed. */
+            /** @description Where deliveries are POSTed: the registered URL, normalized. */
             url: string;
             /** @description The kinds delivered to it. */
             eventTypes: components["schemas"]["EventType"][];
@@ -787,7 +787,7 @@ export interface components {
              * @example we_4fQm2LzT8rVb1nXc6JyK0pHd
              */
             id: string;
-            /** @description Where deliveries are POSTed. */
+            /** @description Where deliveries are POSTed: the registered URL, normalized. */
             url: string;
             /** @description The kinds delivered to it. */
             eventTypes: components["schemas"]["EventType"][];
@@ -832,10 +832,15 @@ export interface components {
          * @enum {string}
          */
         WebhookDeliveryStatus: "pending" | "succeeded" | "failed";
+        /**
+         * @description Why the last attempt failed. `address_not_allowed`: the host resolved to (or is) an address deliveries may not reach; `dns_failure`: the host did not resolve; `connection_failed`: the connection was refused, reset or closed before an answer; `timeout`: no answer in time; `tls_error`: the TLS handshake or certificate failed; `invalid_response`: the answer was not valid HTTP; `response_too_large`: the answer's headers were too large; `http_status`: the receiver answered a status that is not 2xx (`lastResponseStatus`; a 3xx is a redirect, never followed); `endpoint_disabled`: the endpoint was disabled before the attempt. Addresses, host names and ports are never shown: the server's log has the detail, with the endpoint and delivery ids.
+         * @enum {string}
+         */
+        WebhookDeliveryError: "address_not_allowed" | "dns_failure" | "connection_failed" | "timeout" | "tls_error" | "invalid_response" | "response_too_large" | "http_status" | "endpoint_disabled";
         /** @description One event to one endpoint, with its attempts. */
         WebhookDelivery: {
             /**
-             * @description Opaque identifier: `whd_` and 32 random hex characters.
+             * @description Opaque identifier: `whd_` and 32 hex characters, 80 bits of them random; do not parse it.
              * @example whd_9b1deb4d3b7d4bad9bdd2b0d7b3dcb6d
              */
             id: string;
@@ -856,8 +861,7 @@ export interface components {
             lastAttemptAt?: string;
             /** @description The HTTP status of the last attempt; absent before the first, or when it got no answer (connection error, timeout). */
             lastResponseStatus?: number;
-            /** @description Why the last attempt got no answer (refused connection, timeout, address refused by policy). The receiver's response body is never stored. */
-            lastError?: string;
+            lastError?: components["schemas"]["WebhookDeliveryError"];
             /**
              * Format: date-time
              * @description When the next attempt is due; present only while `pending`. RFC 3339, UTC, millisecond precision.

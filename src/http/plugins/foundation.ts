@@ -1,7 +1,7 @@
 // The plugins that make what the routes and the workers run on, each decorating the app with one
 // thing: metrics, the store (as the views below), /metrics, the services, the rate limiter.
 import type { Clock } from '../../clock.js';
-import type { Config, RateLimitsConfig, WebhooksConfig } from '../../config.js';
+import type { Config, MetricsConfig, RateLimitsConfig, WebhooksConfig } from '../../config.js';
 import type { Wakeups } from '../../runtime/wakeups.js';
 import { createServices, type Services } from '../../services/index.js';
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../../services/rate-limit.js';
@@ -63,12 +63,12 @@ export const storePlugin = definePlugin<{ store: Store; events: boolean; wakeups
   },
 );
 
-/** GET /metrics, the store gauges and the per-request latency histogram. */
-export const metricsEndpointPlugin = definePlugin<{ token: string | undefined }>(
+/** GET /metrics (on the app's listener, or on a listener of its own), the store gauges and the per-request latency histogram. */
+export const metricsEndpointPlugin = definePlugin<MetricsConfig>(
   PLUGIN.metricsEndpoint,
   [PLUGIN.core, PLUGIN.metrics, PLUGIN.store],
-  async (app, { token }) => {
-    app.decorate('recordResponse', registerMetrics(app, app.metrics, app.stores.raw, token));
+  async (app, config) => {
+    app.decorate('recordResponse', registerMetrics(app, app.metrics, app.stores.raw, config));
   },
 );
 
@@ -89,7 +89,7 @@ export const servicesPlugin = definePlugin<ServicesOptions>(PLUGIN.services, [PL
     onMessageQueued: wakeups.messageQueued,
     checkWebhookUrl: (url) => {
       const checked = checkWebhookUrl(url, urlPolicy);
-      return checked.ok ? undefined : checked.reason;
+      return checked.ok ? { url: checked.url.href } : { reason: checked.reason };
     },
     webhookSecretOverlapSeconds: webhooks.secretOverlapSeconds,
     onDeliveryDue: wakeups.deliveryDue,

@@ -3,9 +3,11 @@ import cluster from 'node:cluster';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { AggregatorRegistry, Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { MetricsConfig } from '../../config.js';
 import { UnauthorizedError } from '../../errors.js';
 import type { Store } from '../../store/types.js';
 import { BoundHistogram, type HistogramSeries } from './histogram.js';
+import { serveMetricsApart } from './metrics-listener.js';
 
 export function createMetrics() {
   const registry = new Registry();
@@ -175,7 +177,7 @@ export interface ResponseRecorder {
 }
 
 /** Registers /metrics and the per-request histogram; returns the recorder the onResponse hook uses. */
-export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: Store, token: string | undefined): ResponseRecorder {
+export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: Store, { token, listener }: MetricsConfig): ResponseRecorder {
   new Gauge({
     name: 'petstore_store_pool_connections',
     help: 'Database pool connections by state (PostgreSQL; zero for SQLite).',
@@ -284,6 +286,11 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: S
   });
 
   const scrape = cluster.isWorker && process.send ? clusterScrape(metrics.registry) : () => metrics.registry.metrics();
+  if (listener) {
+    // Not on the public listener at all: its /metrics is an unknown route (404).
+    serveMetricsApart(app, listener, async () => ({ contentType: metrics.registry.contentType, body: await scrape() }));
+    return record;
+  }
   const expected = token ? Buffer.from(`Bearer ${token}`) : undefined;
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
     if (expected) {

@@ -123,7 +123,7 @@ const LEASE = `
   WITH j AS (
     UPDATE jobs SET leased_until = $1, attempts = attempts + 1
     WHERE id IN (
-      SELECT id FROM jobs WHERE kind = 'webhook.deliver' AND run_at <= $2 AND leased_until <= $2 AND grp <> ALL($3::text[])
+      SELECT id FROM jobs WHERE kind = 'webhook.deliver' AND run_at <= $2 AND leased_until <= $2 AND grp <> ALL($3::text[]) AND account_id <> ALL($5::text[])
       ORDER BY run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED
     )
     RETURNING id, account_id, ref, grp
@@ -193,7 +193,7 @@ export function createPostgresWebhooks(db: SqlDatabase): WebhookRepository {
     ...retrySql,
     ...fanOutSql,
     anyBehind: fanOutSql.anyBehind(db),
-    lease: (now, leaseMs, max, busyEndpoints) => db.all<ClaimedRow>(LEASE, [now + leaseMs, now, busyEndpoints, max]),
+    lease: (now, leaseMs, max, busyEndpoints, busyAccounts) => db.all<ClaimedRow>(LEASE, [now + leaseMs, now, busyEndpoints, max, busyAccounts]),
     deleteJobs: async (ids) => {
       await db.run('DELETE FROM jobs WHERE id = ANY($1::bigint[])', [ids]);
     },

@@ -118,19 +118,19 @@ const fanOutSql = {
 const LEASE = `UPDATE jobs SET leased_until = ?, attempts = attempts + 1
   WHERE id IN (
     SELECT id FROM jobs WHERE kind = 'webhook.deliver' AND run_at <= ? AND leased_until <= ?
-      AND grp NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ?)
+      AND grp NOT IN (SELECT value FROM json_each(?)) AND account_id NOT IN (SELECT value FROM json_each(?)) ORDER BY run_at, id LIMIT ?)
   RETURNING id`;
 
 /** The leased jobs with what they join, in one statement (each job by its rowid). */
 const CLAIMED = `SELECT ${CLAIMED_COLUMNS} FROM jobs j ${CLAIMED_JOINS} WHERE j.id IN (SELECT value FROM json_each(?))`;
 
 function lease(db: SqlDatabase): WebhookSql['lease'] {
-  return async (now, leaseMs, max, busyEndpoints) => {
+  return async (now, leaseMs, max, busyEndpoints, busyAccounts) => {
     // An idle worker polls often: look without the write lock first, take it only for work.
     const due = await db.get("SELECT 1 FROM jobs WHERE kind = 'webhook.deliver' AND run_at <= ? AND leased_until <= ? LIMIT 1", [now, now]);
     if (due === undefined) return [];
     return db.transaction(async (tx) => {
-      const jobs = await tx.all<{ id: number }>(LEASE, [now + leaseMs, now, now, JSON.stringify(busyEndpoints), max]);
+      const jobs = await tx.all<{ id: number }>(LEASE, [now + leaseMs, now, now, JSON.stringify(busyEndpoints), JSON.stringify(busyAccounts), max]);
       return jobs.length === 0 ? [] : tx.all<ClaimedRow>(CLAIMED, [JSON.stringify(jobs.map((job) => job.id))]);
     });
   };
