@@ -172,6 +172,33 @@ const placeholders = (count: number) => Array(count).fill('?').join(', ');
 /** A row of typed parameters: both backends read CAST(? AS BIGINT) as an integer. */
 const TYPED_ROW = '(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT))';
 
+/** PetRepository.updateMany: one UPDATE of every changed pet, then the account's counters. */
+async function updatePets(tx: Sql, accountId: string, changes: ReadonlyArray<{ before: Pet; after: Pet }>, backend: PetBackend): Promise<void> {
+  if (changes.length === 0) return;
+  const values = changes.flatMap(({ after }) => [after.id, after.name, after.categoryId, after.status ?? null]);
+  const statusMoves = changes.filter(({ before, after }) => before.status !== after.status);
+  const categoryMoves = changes.filter(({ before, after }) => before.categoryId !== after.categoryId);
+  // Only the columns some pet changes: SQLite rewrites the index entries of every column set.
+  const set = [
+    changes.some(({ before, after }) => before.name !== after.name) && 'name = u.name',
+    categoryMoves.length > 0 && 'category_id = u.category_id',
+    statusMoves.length > 0 && 'status = u.status',
+  ].filter(Boolean);
+  if (set.length > 0) {
+    await tx.run(
+      `WITH u (id, name, category_id, status) AS (VALUES ${Array(changes.length).fill(TYPED_ROW).join(', ')}) ` +
+        `UPDATE pets SET ${set.join(', ')} FROM u WHERE pets.account_id = ? AND pets.id = u.id`,
+      [...values, accountId],
+    );
+  }
+  // The account's row before any category's, as everywhere (see update).
+  if (statusMoves.length > 0 || categoryMoves.length > 0) {
+    await adjustInventory(tx, accountId, inventoryDelta(statusMoves.map((c) => c.after.status), statusMoves.map((c) => c.before.status)), categoryMoves.length > 0);
+  }
+  if (categoryMoves.length > 0) await adjustCategories(tx, netCategoryCounts(accountId, categoryMoves));
+  for (const { after } of changes) backend.wrote?.(accountId, after.id);
+}
+
 /** The most creates one group commit takes. */
 export const GROUP_COMMIT_MAX = 256;
 
@@ -284,31 +311,7 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
       );
       return new Map(rows.map((row) => [row.id, toPet(row)]));
     },
-    async updateMany(tx, accountId, changes) {
-      if (changes.length === 0) return;
-      const values = changes.flatMap(({ after }) => [after.id, after.name, after.categoryId, after.status ?? null]);
-      const statusMoves = changes.filter(({ before, after }) => before.status !== after.status);
-      const categoryMoves = changes.filter(({ before, after }) => before.categoryId !== after.categoryId);
-      // Only the columns some pet changes: SQLite rewrites the index entries of every column set.
-      const set = [
-        changes.some(({ before, after }) => before.name !== after.name) && 'name = u.name',
-        categoryMoves.length > 0 && 'category_id = u.category_id',
-        statusMoves.length > 0 && 'status = u.status',
-      ].filter(Boolean);
-      if (set.length > 0) {
-        await tx.run(
-          `WITH u (id, name, category_id, status) AS (VALUES ${Array(changes.length).fill(TYPED_ROW).join(', ')}) ` +
-            `UPDATE pets SET ${set.join(', ')} FROM u WHERE pets.account_id = ? AND pets.id = u.id`,
-          [...values, accountId],
-        );
-      }
-      // The account's row before any category's, as everywhere (see update).
-      if (statusMoves.length > 0 || categoryMoves.length > 0) {
-        await adjustInventory(tx, accountId, inventoryDelta(statusMoves.map((c) => c.after.status), statusMoves.map((c) => c.before.status)), categoryMoves.length > 0);
-      }
-      if (categoryMoves.length > 0) await adjustCategories(tx, netCategoryCounts(accountId, categoryMoves));
-      for (const { after } of changes) backend.wrote?.(accountId, after.id);
-    },
+    updateMany: (tx, accountId, changes) => updatePets(tx, accountId, changes, backend),
     async remove(tx, accountId, pet, deletedAt) {
       await tx.run(`UPDATE pets SET deleted_at = ? WHERE account_id = ? AND id = ?`, [deletedAt, accountId, pet.id]);
       await adjustInventory(tx, accountId, inventoryDelta([], [pet.status]));
