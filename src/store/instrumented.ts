@@ -10,7 +10,7 @@ type Observer = (operation: string) => (seconds: number) => void;
 const LABELS = {
   settings: { getOrCreate: 'getOrCreateSetting' },
   accounts: { create: 'createAccount', get: 'getAccount' },
-  apiKeys: { create: 'createApiKey', findByHash: 'findApiKeyByHash', list: 'listApiKeys', revoke: 'revokeApiKey' },
+  apiKeys: { create: 'createApiKey', findByHash: 'findApiKeyByHash', get: 'getApiKey', list: 'listApiKeys', page: 'pageApiKeys', revoke: 'revokeApiKey', touch: 'touchApiKey' },
   pets: { create: 'createPet', insert: 'insertPet', get: 'getPet', list: 'listPets', lock: 'lockPet', setStatus: 'setPetStatus', inventory: 'getInventory' },
   idempotency: {
     insertClaim: 'insertIdempotencyClaim',

@@ -149,9 +149,9 @@ describe('OpenAPI document', () => {
   });
 
   test('when reading responses, then every status the service can return is declared, with their headers', () => {
-    assert.deepEqual(Object.keys(op('/pets', 'get').responses), ['200', '400', '401', '429', '500', '503']);
-    assert.deepEqual(Object.keys(op('/pets', 'post').responses), ['201', '400', '401', '404', '409', '413', '422', '429', '500', '503']);
-    assert.deepEqual(Object.keys(op('/pets/{petId}', 'get').responses), ['200', '304', '400', '401', '404', '410', '429', '500', '503']);
+    assert.deepEqual(Object.keys(op('/pets', 'get').responses), ['200', '400', '401', '403', '429', '500', '503']);
+    assert.deepEqual(Object.keys(op('/pets', 'post').responses), ['201', '400', '401', '403', '404', '409', '413', '422', '429', '500', '503']);
+    assert.deepEqual(Object.keys(op('/pets/{petId}', 'get').responses), ['200', '304', '400', '401', '403', '404', '410', '429', '500', '503']);
     assert.ok(op('/pets', 'get').responses['200']?.headers?.Link);
     for (const [p, m, s] of [['/pets', 'get', '200'], ['/pets', 'post', '201'], ['/pets/{petId}', 'get', '200'], ['/pets', 'get', '429']]) {
       assert.ok(op(p!, m!).responses[s!]?.headers?.RateLimit, `${m} ${p} ${s} declares RateLimit`);
@@ -159,6 +159,7 @@ describe('OpenAPI document', () => {
     }
     assert.ok(op('/pets', 'get').responses['429']?.headers?.['Retry-After']);
     assert.ok(op('/pets', 'get').responses['401']?.headers?.['WWW-Authenticate']);
+    assert.ok(op('/pets', 'get').responses['403']?.headers?.['WWW-Authenticate']);
     for (const [status, response] of Object.entries(op('/pets/{petId}', 'get').responses)) {
       for (const h of ['Deprecation', 'Sunset', 'Link']) assert.ok(response.headers?.[h], `getPet ${status} declares ${h}`);
     }

@@ -11,12 +11,16 @@ export interface paths {
         /**
          * List all animals
          * @description Returns a page of the account's animals in ascending `id` order, optionally filtered by `status` and `categoryId`. When more animals exist, the `Link` header carries `rel="next"`; follow it until it is absent. Pages are keyset-based: every animal that existed when paging started, and still matches the filters, is returned exactly once; one whose status or category changes during a filtered walk may be missed, never repeated.
+         *
+         *     Requires the `pets:read` scope (or `pets:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["listPets"];
         put?: never;
         /**
          * Add an animal
          * @description Adds an animal to the account. The response body includes the assigned `id`. A 201 is sent only once the animal is durably stored. Send an `Idempotency-Key` header to make retries safe.
+         *
+         *     Requires the `pets:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["createPet"];
         delete?: never;
@@ -36,6 +40,8 @@ export interface paths {
          * Get an animal (deprecated)
          * @deprecated
          * @description Deprecated: removed on 5 December 2030 (from then on it answers 410 `gone`). Use `GET /pets` with the `status` filter instead. Every response carries `Deprecation`, `Sunset` and `Link` headers. An animal of another account answers 404, like a missing one. The 200 carries the pet's `ETag`; with `If-None-Match` naming it, the answer is 304 without a body.
+         *
+         *     Requires the `pets:read` scope (or `pets:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getPet"];
         put?: never;
@@ -43,6 +49,8 @@ export interface paths {
         /**
          * Delete an animal
          * @description Deletes the animal: from then on it is 404 everywhere (get, lists, filters, new orders), a second DELETE answers 404, and its id is never given to another animal. Its delivered or cancelled orders stay readable with their `petId`. Refused with 409 `pet_has_open_order` while it has a `placed` order. Honours `If-Match`. Records `pet.deleted`. Experimental.
+         *
+         *     Requires the `pets:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         delete: operations["deletePet"];
         options?: never;
@@ -50,6 +58,8 @@ export interface paths {
         /**
          * Change an animal
          * @description Changes `name`, `categoryId` or `status` with a JSON Merge Patch (RFC 7396; `Content-Type: application/merge-patch+json` or `application/json`): fields not sent stay, `status: null` removes the status. While the animal has a `placed` order its status belongs to the order: changing it answers 409 `pet_has_open_order` (name and category may still change). A patch that changes nothing answers 200 with the animal unchanged and records no event. Send the `ETag` of your last read in `If-Match` so that a concurrent change is never overwritten. Records `pet.updated` (and `pet.status_changed` when the status changed). Experimental.
+         *
+         *     Requires the `pets:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         patch: operations["updatePet"];
         trace?: never;
@@ -64,6 +74,8 @@ export interface paths {
         /**
          * List categories
          * @description Returns a page of your categories in ascending `id` order, each with its exact `petCount`, paged like `GET /pets`. A category exists while one of your pets uses its id (`createPet` takes any `categoryId`, as before) or it has been named. Experimental.
+         *
+         *     Requires the `pets:read` scope (or `pets:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["listCategories"];
         put?: never;
@@ -84,17 +96,23 @@ export interface paths {
         /**
          * Get a category
          * @description The category with its name (if any) and exact `petCount`. A category exists while one of your pets uses its id (`createPet` takes any `categoryId`, as before) or it has been named. Experimental.
+         *
+         *     Requires the `pets:read` scope (or `pets:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getCategory"];
         /**
          * Name a category
          * @description Names or renames the category: 201 when it did not exist, 200 when it did. Names follow the pet-name rules and are unique in your account, compared case-insensitively (409 `category_name_taken`). Experimental.
+         *
+         *     Requires the `pets:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         put: operations["putCategory"];
         post?: never;
         /**
          * Delete a category
          * @description Deletes a category no pet uses (its name is forgotten); with pets in it, 409 `category_in_use`. Experimental.
+         *
+         *     Requires the `pets:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         delete: operations["deleteCategory"];
         options?: never;
@@ -112,6 +130,8 @@ export interface paths {
         /**
          * Count pets by status
          * @description How many of your pets are `available`, `pending`, `sold` and without a status, and in all: counters kept in the same transaction as every create, change, delete and order move, so the answer is exact on every instance and as fast with 100 000 pets as with 10. Experimental.
+         *
+         *     Requires the `pets:read` scope (or `pets:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getInventory"];
         put?: never;
@@ -132,12 +152,16 @@ export interface paths {
         /**
          * List orders
          * @description Returns a page of the account's orders in ascending `id` order, optionally filtered by `status`, paged like `GET /pets` (`Link: <…>; rel="next"`, signed cursor bound to your account and the filter). Lifecycle: `placeOrder` needs an `available` pet and makes it `pending` (order `placed`); `deliverOrder` makes the order `delivered` and the pet `sold`; `cancelOrder` makes it `cancelled` and the pet `available` again. The order and its pet always change together. Experimental: this may still change.
+         *
+         *     Requires the `orders:read` scope (or `orders:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["listOrders"];
         put?: never;
         /**
          * Place an order for a pet
          * @description Orders one of your pets. The pet must be `available`; in the same transaction it becomes `pending`. Of concurrent orders for one pet exactly one succeeds; the others get 409 `pet_not_available`. The 201 is sent once the order is durably stored. Send an `Idempotency-Key` header to make retries safe. Lifecycle: `placeOrder` needs an `available` pet and makes it `pending` (order `placed`); `deliverOrder` makes the order `delivered` and the pet `sold`; `cancelOrder` makes it `cancelled` and the pet `available` again. The order and its pet always change together. Experimental: this may still change.
+         *
+         *     Requires the `orders:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["placeOrder"];
         delete?: never;
@@ -156,6 +180,8 @@ export interface paths {
         /**
          * Get an order
          * @description The order as it is now. An order of another account answers 404, like a missing one.
+         *
+         *     Requires the `orders:read` scope (or `orders:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getOrder"];
         put?: never;
@@ -178,6 +204,8 @@ export interface paths {
         /**
          * Deliver an order
          * @description Marks a `placed` order `delivered` and its pet `sold`, together. Only a `placed` order can move. Asking again once it is done answers 200 with the order unchanged (safe to retry); any other move answers 409 `invalid_transition`, naming the current status. No body is needed; if one is sent it must be `{}`.
+         *
+         *     Requires the `orders:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["deliverOrder"];
         delete?: never;
@@ -198,6 +226,8 @@ export interface paths {
         /**
          * Cancel an order
          * @description Marks a `placed` order `cancelled` and its pet `available` again, together. Only a `placed` order can move. Asking again once it is done answers 200 with the order unchanged (safe to retry); any other move answers 409 `invalid_transition`, naming the current status. No body is needed; if one is sent it must be `{}`.
+         *
+         *     Requires the `orders:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["cancelOrder"];
         delete?: never;
@@ -216,6 +246,8 @@ export interface paths {
         /**
          * List events
          * @description Your account's events, **oldest first** (ascending `sequence`), kept for 30 days. Filter by `type` (one kind or a comma-separated list). To catch up after an outage, pass the last `sequence` you processed as `after`; then follow `Link: <…>; rel="next"` (a signed cursor bound to your account and the `type` filter) until it is absent. Every change writes its event in the same transaction, so the log has exactly the changes that happened. Experimental: this may still change.
+         *
+         *     Requires the `events:read` scope (or `events:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["listEvents"];
         put?: never;
@@ -236,6 +268,8 @@ export interface paths {
         /**
          * Get an event
          * @description One event, exactly as deliveries send it. Another account's event answers 404, like an unknown or pruned one. Experimental.
+         *
+         *     Requires the `events:read` scope (or `events:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getEvent"];
         put?: never;
@@ -256,12 +290,16 @@ export interface paths {
         /**
          * List webhook endpoints
          * @description Your endpoints, oldest first, paged like `GET /pets`. Secrets are never listed. Experimental.
+         *
+         *     Requires the `webhooks:read` scope (or `webhooks:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["listWebhookEndpoints"];
         put?: never;
         /**
          * Register a webhook endpoint
          * @description Registers a URL to receive events. The answer holds the signing `secret`, **shown only now**. `eventTypes` absent: every kind, including kinds added later. At most 16 endpoints per account. Each event is POSTed to every enabled endpoint whose `eventTypes` include its kind, signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`), retried on failure for about three days; see /docs/webhooks. Experimental.
+         *
+         *     Requires the `webhooks:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -280,6 +318,8 @@ export interface paths {
         /**
          * Get a webhook endpoint
          * @description The endpoint as it is now (without its secret). Experimental.
+         *
+         *     Requires the `webhooks:read` scope (or `webhooks:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getWebhookEndpoint"];
         put?: never;
@@ -287,6 +327,8 @@ export interface paths {
         /**
          * Delete a webhook endpoint
          * @description Deletes the endpoint with its deliveries; nothing more is sent to it, including pending retries. Experimental.
+         *
+         *     Requires the `webhooks:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         delete: operations["deleteWebhookEndpoint"];
         options?: never;
@@ -294,6 +336,8 @@ export interface paths {
         /**
          * Change a webhook endpoint
          * @description Changes `url`, `eventTypes` (`null`: every kind), `description` (`null` removes it) or `disabled`; fields not sent stay as they are. Disabling stops deliveries: events meanwhile are not delivered to it, and its pending deliveries fail. Enabling clears a `disabledReason` the service set. Experimental.
+         *
+         *     Requires the `webhooks:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -310,6 +354,8 @@ export interface paths {
         /**
          * Rotate a webhook endpoint's secret
          * @description Makes a new signing secret, **shown only now**. Until `previousSecretExpiresAt` (24 hours by default) each delivery carries two signatures, one per secret, so receivers can switch at their pace; then only the new one. Rotating again within that time drops the oldest secret at once. No body is needed; if one is sent it must be `{}`. Experimental.
+         *
+         *     Requires the `webhooks:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["rotateWebhookEndpointSecret"];
         delete?: never;
@@ -328,6 +374,8 @@ export interface paths {
         /**
          * List an endpoint's deliveries
          * @description One delivery per event sent (or to be sent) to this endpoint, oldest event first, optionally by `status`, paged like `GET /pets`. The receivers' response bodies are never stored or shown. Experimental.
+         *
+         *     Requires the `webhooks:read` scope (or `webhooks:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -350,6 +398,8 @@ export interface paths {
         /**
          * Retry a delivery now
          * @description Queues the delivery for an attempt now. A pending one has its next attempt brought forward (the schedule goes on after it); a succeeded or failed one gets one more attempt, outside the schedule. The endpoint must be enabled. No body is needed; if one is sent it must be `{}`. Experimental.
+         *
+         *     Requires the `webhooks:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["retryWebhookDelivery"];
         delete?: never;
@@ -455,7 +505,7 @@ export interface components {
              * @description Machine-readable error code, stable across releases.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "invalid_cursor" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "pet_has_open_order" | "precondition_failed" | "category_name_taken" | "category_in_use" | "invalid_webhook_url" | "webhook_endpoint_limit" | "webhook_endpoint_disabled" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "invalid_cursor" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "pet_has_open_order" | "precondition_failed" | "category_name_taken" | "category_in_use" | "invalid_webhook_url" | "webhook_endpoint_limit" | "webhook_endpoint_disabled" | "rate_limited" | "internal_error" | "service_unavailable";
             /** @description Human-readable description of what was wrong and how to fix it. */
             message: string;
             /** @description The HTTP status code of the response. */
@@ -932,8 +982,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1058,8 +1126,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1314,8 +1400,36 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description RFC 9745: when the operation was deprecated, as `@<unix seconds>`. */
+                    Deprecation?: string;
+                    /** @description RFC 8594: removal date, `Thu, 05 Dec 2030 00:00:00 GMT`. From then on: 410. */
+                    Sunset?: string;
+                    /** @description The successor (`</v1/pets>; rel="successor-version"`) and the deprecation notice (`rel="deprecation"`). */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1517,8 +1631,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1707,8 +1839,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1909,8 +2059,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2037,8 +2205,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2195,8 +2381,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2361,8 +2565,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2523,8 +2745,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2646,8 +2886,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2772,8 +3030,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2975,8 +3251,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3121,8 +3415,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3307,8 +3619,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3529,8 +3859,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3670,8 +4018,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3812,8 +4178,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3933,8 +4317,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4098,8 +4500,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4241,8 +4661,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4383,8 +4821,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4546,8 +5002,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4712,8 +5186,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4857,8 +5349,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

@@ -36,7 +36,7 @@ export function createPostgresStore(url: string, options: PostgresOptions & { ev
     db,
     settings: createSettingsRepository(db, postgresDialect),
     accounts: createAccountRepository(db),
-    apiKeys: createApiKeyRepository(db, (onChange) => {
+    apiKeys: createApiKeyRepository(db, postgresDialect, (onChange) => {
       const watch = watchKeyChanges(url, { connectionTimeoutMillis: CONNECTION_TIMEOUT_MS }, onChange);
       watches.add(watch);
       return watch;

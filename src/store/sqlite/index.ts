@@ -42,7 +42,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     db,
     settings: createSettingsRepository(db, sqliteDialect),
     accounts: createAccountRepository(db),
-    apiKeys: createApiKeyRepository(db),
+    apiKeys: createApiKeyRepository(db, sqliteDialect),
     idempotency: createIdempotencyRepository(db, sqliteDialect),
     pets: cache ? withReadCache(pets, cache, () => void changes.counter()) : pets,
     events,
