@@ -49,6 +49,9 @@ export const NewApiKey = Type.Object(
 export type NewApiKey = Static<typeof NewApiKey>;
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T, description: string) => Type.Union([schema, Type.Null()], { description });
+/** A timestamp that may be null (OpenAPI 3.0 allows no `examples` inside anyOf). */
+const NullableTimestamp = (description: string) =>
+  Nullable(Type.String({ format: 'date-time', description: 'RFC 3339, UTC, millisecond precision.' }), description);
 
 export const ApiKey = Type.Object(
   {
@@ -58,9 +61,9 @@ export const ApiKey = Type.Object(
     environment: Type.Enum(['production', 'staging'], { type: 'string', description: 'Where the key works: `production` (`psk_live_…`) or `staging` (`psk_test_…`).' }),
     hint: Type.String({ description: 'The key\'s prefix and last four characters, to tell keys apart.', examples: ['psk_live_…x9Qa'] }),
     createdAt: Timestamp('When the key was created.'),
-    expiresAt: Nullable(Timestamp('When the key stops working.'), 'When the key stops (or stopped) working; `null`: never.'),
-    lastUsedAt: Nullable(Timestamp('When the key was last used.'), 'When the key last authenticated a request, to within a minute; `null`: never.'),
-    revokedAt: Nullable(Timestamp('When the key was revoked.'), 'When the key was revoked; `null`: it is not.'),
+    expiresAt: NullableTimestamp('When the key stops (or stopped) working; `null`: never.'),
+    lastUsedAt: NullableTimestamp('When the key last authenticated a request, to within a minute; `null`: never.'),
+    revokedAt: NullableTimestamp('When the key was revoked; `null`: it is not.'),
   },
   { $id: 'ApiKey', additionalProperties: false, description: 'An API key\'s metadata. The secret is never shown again after creation, and its hash never.' },
 );

@@ -7,6 +7,7 @@ import type { TimeOperation } from '../store/instrumented.js';
 import type { Store } from '../store/types.js';
 import { createAccountService } from './accounts.js';
 import { createApiKeyService } from './api-keys.js';
+import { createKeyService } from './keys.js';
 import { createCursorCodec } from './cursor.js';
 import { createMessageService } from './messages.js';
 import { createOrderService } from './orders.js';
@@ -41,9 +42,11 @@ export async function createServices(deps: {
   // Stored in the database so every instance (and restart) signs cursors alike.
   const cursorSecret = await store.settings.getOrCreate('cursor_secret', () => randomBytes(32).toString('base64url'));
   const { accounts, apiKeys, pets } = store;
+  const authentication = createApiKeyService({ apiKeys, accounts, externalChangeCounter: store.externalChangeCounter, clock, environment });
   return {
     accounts: createAccountService({ accounts, clock }),
-    apiKeys: createApiKeyService({ apiKeys, accounts, externalChangeCounter: store.externalChangeCounter, clock, environment }),
+    apiKeys: authentication,
+    keys: createKeyService({ db, apiKeys, accounts, cursors: createCursorCodec<string>(cursorSecret, [], 'api-keys'), clock, environment, forget: authentication.forget }),
     pets: createPetService({ db, pets, idempotency, events: store.events, clock, cursors: createCursorCodec(cursorSecret, PET_STATUSES), published: deps.published }),
     petChanges: createPetChangeService({ db, pets, orders: store.orders, events: store.events, clock, ...optional }),
     categories: createCategoryService({ db, categories: store.categories, cursors: createCursorCodec<string>(cursorSecret, [], 'categories'), ...optional }),

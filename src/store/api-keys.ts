@@ -83,8 +83,8 @@ export interface ApiKeyRepository {
   revoke(id: string, revokedAt: string): Promise<ApiKeyRecord | undefined>;
   /** As revoke, in the caller's transaction and only for the account's key. */
   revokeIn(tx: Sql, accountId: string, id: string, revokedAt: string): Promise<ApiKeyRecord | undefined>;
-  /** The account's key, locked until `tx` ends (PostgreSQL); undefined when none. */
-  lock(tx: Sql, accountId: string, id: string): Promise<ApiKeyRecord | undefined>;
+  /** The key, locked until `tx` ends (PostgreSQL); undefined when none. */
+  lock(tx: Sql, id: string): Promise<ApiKeyRecord | undefined>;
   /** Brings the key's expiry forward to `expiresAt` (never later than it is). */
   expireBy(tx: Sql, id: string, expiresAt: string): Promise<void>;
   /** Records each key's use at `at` unless a later one is recorded, in one transaction. */
@@ -144,8 +144,8 @@ export function createApiKeyRepository(db: SqlDatabase, dialect: Dialect, watch?
       );
       return row && toKey(row);
     },
-    async lock(tx, accountId, id) {
-      const row = await tx.get<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE account_id = ? AND id = ?${dialect.forUpdate}`, [accountId, id]);
+    async lock(tx, id) {
+      const row = await tx.get<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?${dialect.forUpdate}`, [id]);
       return row && toKey(row);
     },
     async expireBy(tx, id, expiresAt) {

@@ -51,8 +51,9 @@ describe('OpenAPI document', () => {
     ]);
   });
 
-  test('when listing operations, then the pet operations and the experimental order, event and webhook operations exist at paths relative to /v1, all tagged animals', () => {
+  test('when listing operations, then the pet operations and the experimental order, event, webhook and key operations exist at paths relative to /v1, all tagged animals', () => {
     assert.deepEqual(Object.keys(doc.paths).sort(), [
+      '/api-keys', '/api-keys/{keyId}', '/api-keys/{keyId}/roll',
       '/categories', '/categories/{categoryId}', '/events', '/events/{eventId}',
       '/pets', '/pets/{petId}', '/store/inventory', '/store/orders', '/store/orders/{orderId}', '/store/orders/{orderId}/cancel', '/store/orders/{orderId}/deliver',
       '/webhook-endpoints', '/webhook-endpoints/{endpointId}', '/webhook-endpoints/{endpointId}/deliveries',
@@ -88,12 +89,19 @@ describe('OpenAPI document', () => {
       rotateWebhookEndpointSecret: op('/webhook-endpoints/{endpointId}/rotate-secret', 'post'),
       listWebhookDeliveries: op('/webhook-endpoints/{endpointId}/deliveries', 'get'),
       retryWebhookDelivery: op('/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/retry', 'post'),
+      createApiKey: op('/api-keys', 'post'),
+      listApiKeys: op('/api-keys', 'get'),
+      getApiKey: op('/api-keys/{keyId}', 'get'),
+      rollApiKey: op('/api-keys/{keyId}/roll', 'post'),
+      revokeApiKey: op('/api-keys/{keyId}', 'delete'),
     };
     for (const [id, o] of Object.entries(eventsAndWebhooks)) {
       assert.equal(o.operationId, id);
       assert.equal(o['x-stability'], 'experimental', `${id} is experimental`);
       assert.deepEqual(o.security ?? doc.security, [{ bearerAuth: [] }]);
-      for (const status of ['401', '429', '500', '503']) assert.ok(o.responses[status], `${id} declares ${status}`);
+      for (const status of ['401', '403', '429', '500', '503']) assert.ok(o.responses[status], `${id} declares ${status}`);
+      assert.ok(o.responses['403']?.headers?.['WWW-Authenticate'], `${id}: 403 declares WWW-Authenticate`);
+      if (o.responses['200']) assert.ok(o.responses['200'].headers?.RateLimit, `${id}: 200 declares RateLimit`);
     }
     for (const path of Object.keys(doc.paths)) {
       for (const o of Object.values(doc.paths[path]!)) assert.deepEqual((o as { tags?: string[] }).tags, ['animals']);
