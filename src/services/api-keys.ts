@@ -127,6 +127,14 @@ export interface ApiKeyServiceDeps {
   keyCacheTtlMs?: number;
   /** How often this process writes its keys' last use (default LAST_USED_WRITE_INTERVAL_MS). */
   lastUsedIntervalMs?: number;
+  /** Told when an expired key is refused (the audit log records it, at most hourly); never awaited. */
+  onExpiredUse?: (accountId: string, keyId: string, request: RequestInfo) => Promise<void>;
+}
+
+/** What the audit log keeps of the request that presented a key. */
+export interface RequestInfo {
+  requestId?: string | undefined;
+  clientAddress?: string | undefined;
 }
 
 export function createApiKeyService(deps: ApiKeyServiceDeps) {
@@ -190,7 +198,7 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
   }
 
   /** Checks a token against the store (no cache lookup) and remembers it when valid. */
-  async function verify(token: string): Promise<AuthContext> {
+  async function verify(token: string, request: RequestInfo = {}): Promise<AuthContext> {
     const keyEnvironment = parseKey(token);
     if (!keyEnvironment) {
       throw new UnauthorizedError(
@@ -219,7 +227,10 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     }
     const now = clock.now();
     const auth = authContextOf(record, usage.usageOf(record.id));
-    if (now >= auth.expiresAtMs) throw expiredKeyError(record.expiresAt!);
+    if (now >= auth.expiresAtMs) {
+      void deps.onExpiredUse?.(record.accountId, record.id, request);
+      throw expiredKeyError(record.expiresAt!);
+    }
     usage.used(auth.usage, now);
     remember(token, auth, askedAt, askedIn);
     return auth;

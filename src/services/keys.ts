@@ -10,8 +10,10 @@ import { InsufficientScopeError, InvalidRequestError, NotFoundError } from '../e
 import { type ApiKey, type CreatedApiKey, type NewApiKey, ROLL_OVERLAP_DEFAULT_SECONDS, type Scope } from '../schemas/api-keys.js';
 import type { AccountRepository } from '../store/accounts.js';
 import type { ApiKeyRecord, ApiKeyRepository } from '../store/api-keys.js';
+import type { AuditLogRepository } from '../store/audit-log.js';
 import type { SqlDatabase } from '../store/core/sql.js';
 import { newKeyRecord } from './api-keys.js';
+import { type AuditContext, auditEntry } from './audit.js';
 import { type CursorCodec, pageBounds, pageOf } from './cursor.js';
 import { mayGrant, missingScopes, normalizeScopes } from './scopes.js';
 
@@ -20,6 +22,8 @@ export interface KeyCaller {
   accountId: string;
   /** The calling key's scopes and expiry; absent for the CLI. */
   key?: { keyId: string; scopes: readonly Scope[] | null; expiresAt: string | null } | undefined;
+  /** Who the audit log names, and the request's id and address. */
+  audit: AuditContext;
 }
 
 export function publicKey(record: ApiKeyRecord): ApiKey {
@@ -46,6 +50,7 @@ export function oneYearAfter(now: number): number {
 export function createKeyService(deps: {
   db: Pick<SqlDatabase, 'transaction'>;
   apiKeys: Pick<ApiKeyRepository, 'insert' | 'get' | 'page' | 'lock' | 'revokeIn' | 'expireBy'>;
+  auditLog: Pick<AuditLogRepository, 'append'>;
   accounts: Pick<AccountRepository, 'get'>;
   cursors: CursorCodec<string>;
   clock: Clock;
@@ -53,7 +58,7 @@ export function createKeyService(deps: {
   /** Makes this process forget a key it remembers (the key cache), after a change committed. */
   forget: (keyId: string) => void;
 }) {
-  const { db, apiKeys, accounts, cursors, clock, environment, forget } = deps;
+  const { db, apiKeys, auditLog, accounts, cursors, clock, environment, forget } = deps;
   const iso = (ms: number) => new Date(ms).toISOString();
   const notFound = (id: string) => new NotFoundError(`No API key with id ${id} in your account. List them with GET /v1/api-keys.`);
 
@@ -91,7 +96,10 @@ export function createKeyService(deps: {
       refuseEscalation(caller, scopes, `create a key with ${scopes === null ? 'full access' : scopes.join(', ')}`);
       const now = clock.now();
       const { key, record } = newKeyRecord(caller.accountId, keyEnvironment, { name: input.name ?? null, scopes, expiresAt: expiryFor(caller, input.expiresAt, now) }, now);
-      await db.transaction((tx) => apiKeys.insert(tx, record));
+      await db.transaction(async (tx) => {
+        await apiKeys.insert(tx, record);
+        await auditLog.append(tx, caller.accountId, auditEntry(caller.audit, 'api_key.created', { type: 'api_key', id: record.id }, now));
+      });
       return { ...publicKey(record), key };
     },
 
@@ -128,6 +136,7 @@ export function createKeyService(deps: {
         const made = newKeyRecord(old.accountId, old.environment, { name: old.name, scopes: old.scopes, expiresAt }, now);
         await apiKeys.insert(tx, made.record);
         await apiKeys.expireBy(tx, id, iso(now + overlapSeconds * 1000));
+        await auditLog.append(tx, old.accountId, auditEntry(caller.audit, 'api_key.rolled', { type: 'api_key', id }, now, made.record.id));
         return made;
       });
       forget(id);
@@ -136,7 +145,15 @@ export function createKeyService(deps: {
 
     /** Revokes one of the caller's account's keys (itself too); refused at once everywhere. */
     async revoke(caller: KeyCaller, id: string): Promise<ApiKey> {
-      const record = await db.transaction((tx) => apiKeys.revokeIn(tx, caller.accountId, id, iso(clock.now())));
+      const now = clock.now();
+      const record = await db.transaction(async (tx) => {
+        const revoked = await apiKeys.revokeIn(tx, caller.accountId, id, iso(now));
+        // Revoking again changes nothing, and records nothing.
+        if (revoked && revoked.revokedAt === iso(now)) {
+          await auditLog.append(tx, caller.accountId, auditEntry(caller.audit, 'api_key.revoked', { type: 'api_key', id }, now));
+        }
+        return revoked;
+      });
       if (!record) throw notFound(id);
       forget(id);
       return publicKey(record);

@@ -26,6 +26,7 @@ const LABELS = {
   categories: { get: 'getCategory', list: 'listCategories' },
   messages: { get: 'getMessage', getBySeq: 'getMessageBySeq', list: 'listMessages', queueStats: 'messageQueueStats' },
   jobs: { claim: 'claimJobs', retry: 'retryJob' },
+  auditLog: { list: 'listAuditLog', prune: 'pruneAuditLog' },
   // append runs inside another operation's transaction.
   eventLog: { append: 'appendEvents', list: 'listEvents', get: 'getEvent', prune: 'pruneEvents' },
   webhooks: {
@@ -100,6 +101,7 @@ export function instrumentStore(store: Store, observer: Observer): Store {
     categories: timeRepository(store.categories, LABELS.categories, observer),
     messages: timeRepository(store.messages, LABELS.messages, observer),
     jobs: timeRepository(store.jobs, LABELS.jobs, observer),
+    auditLog: timeRepository(store.auditLog, LABELS.auditLog, observer),
     ping: timeCall(() => store.ping(), observer('ping')) as Store['ping'],
     poolStats: () => store.poolStats?.() ?? { total: 0, idle: 0, waiting: 0 },
   };

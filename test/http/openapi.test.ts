@@ -51,9 +51,9 @@ describe('OpenAPI document', () => {
     ]);
   });
 
-  test('when listing operations, then the pet operations and the experimental order, event, webhook and key operations exist at paths relative to /v1, all tagged animals', () => {
+  test('when listing operations, then the pet operations and the experimental order, event, webhook, key and audit log operations exist at paths relative to /v1, all tagged animals', () => {
     assert.deepEqual(Object.keys(doc.paths).sort(), [
-      '/api-keys', '/api-keys/{keyId}', '/api-keys/{keyId}/roll',
+      '/api-keys', '/api-keys/{keyId}', '/api-keys/{keyId}/roll', '/audit-log',
       '/categories', '/categories/{categoryId}', '/events', '/events/{eventId}',
       '/pets', '/pets/{petId}', '/store/inventory', '/store/orders', '/store/orders/{orderId}', '/store/orders/{orderId}/cancel', '/store/orders/{orderId}/deliver',
       '/webhook-endpoints', '/webhook-endpoints/{endpointId}', '/webhook-endpoints/{endpointId}/deliveries',
@@ -94,6 +94,7 @@ describe('OpenAPI document', () => {
       getApiKey: op('/api-keys/{keyId}', 'get'),
       rollApiKey: op('/api-keys/{keyId}/roll', 'post'),
       revokeApiKey: op('/api-keys/{keyId}', 'delete'),
+      listAuditLog: op('/audit-log', 'get'),
     };
     for (const [id, o] of Object.entries(eventsAndWebhooks)) {
       assert.equal(o.operationId, id);

@@ -486,6 +486,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the audit log
+         * @description One entry per security-relevant change in your account, **oldest first**: keys created, rolled, revoked, an expired key's use refused (at most once an hour per key), webhook endpoints created, updated, deleted, their secret rotated. Each is written in the same transaction as its change and never edited; a refused request (400, 403, 404…) writes none. Kept 366 days. Pass the last `sequence` you read as `after`, then follow `Link: <…>; rel="next"`. Experimental.
+         *
+         *     Requires the `keys:read` scope (or `keys:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1075,6 +1097,58 @@ export interface components {
         };
         /** @description A page of API keys, oldest first. */
         ApiKeys: components["schemas"]["ApiKey"][];
+        /** @description One security-relevant change, written in the same transaction as the change; never edited. */
+        AuditEntry: {
+            /**
+             * @description The entry's id (`aud_…`).
+             * @example aud_3kQ9xP2mLr7Tt0Ab5Cd8Ef1G
+             */
+            id: string;
+            /**
+             * Format: int64
+             * @description Position in your account's log: 1, 2, 3, … without gaps. Pass the last one you read as `after`.
+             */
+            sequence: number;
+            /**
+             * @description What happened: a key created, rolled (the target is the old key, `newKeyId` the new one), revoked, or an expired key's use refused (at most once an hour per key); a webhook endpoint created, updated, deleted, or its secret rotated.
+             * @enum {string}
+             */
+            action: "api_key.created" | "api_key.rolled" | "api_key.revoked" | "api_key.expired_use_refused" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated";
+            /** @description Who made the change. */
+            actor: {
+                /**
+                 * @description `api_key`: a request with a key; `cli`: the operator's `petstore` command.
+                 * @enum {string}
+                 */
+                type: "api_key" | "cli";
+                /** @description The key that made the request (with `api_key`). */
+                keyId?: string;
+            };
+            /** @description What was changed. */
+            target: {
+                /**
+                 * @description The kind of thing changed.
+                 * @enum {string}
+                 */
+                type: "api_key" | "webhook_endpoint";
+                /** @description Its id. */
+                id: string;
+            };
+            /** @description With `api_key.rolled`: the new key. */
+            newKeyId?: string;
+            /** @description The request's `X-Request-Id`; `null` from the CLI. */
+            requestId: string | null;
+            /** @description The address the request came from (as the server saw it, behind a trusted proxy the client's); `null` from the CLI. */
+            clientAddress: string | null;
+            /**
+             * Format: date-time
+             * @description When the change was committed. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+        };
+        /** @description A page of audit entries, oldest first. */
+        AuditEntries: components["schemas"]["AuditEntry"][];
     };
     responses: never;
     parameters: never;
@@ -6422,6 +6496,148 @@ export interface operations {
                      *       "code": "payload_too_large",
                      *       "message": "The request body is larger than the limit.",
                      *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of entries to return. */
+                limit?: number;
+                /** @description Only entries with a greater `sequence`: the last one you read. Not together with `cursor`. */
+                after?: number;
+                /** @description Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries (a bare JSON array). */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description RFC 8288 link to the next page: `</v1/audit-log?limit=20&cursor=…>; rel="next"` (root-relative; keeps `limit` and `status`). Absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEntries"];
+                };
+            };
+            /** @description A query parameter is invalid (`limit` not 1–100, `after` not a non-negative integer, both `after` and `cursor`: `invalid_request`) or the cursor is malformed or tampered with (`invalid_cursor`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 import { InsufficientScopeError, InternalError, UnauthorizedError } from '../../errors.js';
 import { SCOPES, type Scope } from '../../schemas/api-keys.js';
 import type { ApiKeyService, AuthContext } from '../../services/api-keys.js';
+import type { AuditContext } from '../../services/audit.js';
 import { FULL_ACCESS, SCOPE_BIT } from '../../services/scopes.js';
 
 declare module 'fastify' {
@@ -71,7 +72,7 @@ export function createAuthHook(apiKeys: ApiKeyService) {
       done();
       return;
     }
-    apiKeys.verify(token).then((auth) => {
+    apiKeys.verify(token, { requestId: request.id, clientAddress: request.ip }).then((auth) => {
       request.auth = auth;
       try {
         authorize(request, auth);
@@ -82,6 +83,11 @@ export function createAuthHook(apiKeys: ApiKeyService) {
       done();
     }, done);
   };
+}
+
+/** Who the audit log names for a change this request makes: its key, request id and client address. */
+export function auditContextOf(request: FastifyRequest): AuditContext {
+  return { actor: { type: 'api_key', keyId: authOf(request).keyId }, requestId: request.id, clientAddress: request.ip };
 }
 
 /** The authenticated key; only valid on routes behind the auth hook. */

@@ -7,7 +7,7 @@ import { ApiKey, ApiKeys, CreatedApiKey, KeyIdParams, NewApiKey, RollApiKey } fr
 import { PAGE_LIMIT_DEFAULT, ref } from '../../schemas/index.js';
 import type { Services } from '../../services/index.js';
 import type { KeyCaller } from '../../services/keys.js';
-import { authOf, requiresScope } from '../plugins/auth.js';
+import { auditContextOf, authOf, requiresScope } from '../plugins/auth.js';
 import { commonErrors, errorResponse, insufficientScopeHeader, nextPageLink, noContent, pageLinkHeaders, rateLimitHeaders, stability, success } from '../responses.js';
 
 const KEYS_PATH = '/v1/api-keys';
@@ -34,7 +34,7 @@ type KeyService = Services['keys'];
 /** The caller as the service sees it: its account, and its key's scopes and expiry (the limits on what it may make). */
 function callerOf(request: FastifyRequest): KeyCaller {
   const auth = authOf(request);
-  return { accountId: auth.accountId, key: { keyId: auth.keyId, scopes: auth.scopes, expiresAt: auth.expiresAt } };
+  return { accountId: auth.accountId, key: { keyId: auth.keyId, scopes: auth.scopes, expiresAt: auth.expiresAt }, audit: auditContextOf(request) };
 }
 
 export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {

@@ -17,7 +17,7 @@ import {
   WebhookEndpointUpdate,
 } from '../../schemas/events.js';
 import type { Services } from '../../services/index.js';
-import { accountId, requiresScope } from '../plugins/auth.js';
+import { accountId, auditContextOf, requiresScope } from '../plugins/auth.js';
 import { commonErrors, errorResponse, nextPageLink, noContent, pageLinkHeaders, rateLimitHeaders, stability, success } from '../responses.js';
 
 const ENDPOINTS_PATH = '/v1/webhook-endpoints';
@@ -126,7 +126,7 @@ function createWebhookEndpoint(app: App, webhooks: WebhookService): void {
       },
     },
     async (request, reply) => {
-      const created = await webhooks.create(accountId(request), request.body);
+      const created = await webhooks.create(accountId(request), request.body, auditContextOf(request));
       return reply.status(201).header('location', `${ENDPOINTS_PATH}/${created.id}`).send(created);
     },
   );
@@ -204,7 +204,7 @@ function updateWebhookEndpoint(app: App, webhooks: WebhookService): void {
         },
       },
     },
-    async (request) => webhooks.update(accountId(request), request.params.endpointId, request.body),
+    async (request) => webhooks.update(accountId(request), request.params.endpointId, request.body, auditContextOf(request)),
   );
 }
 
@@ -229,7 +229,7 @@ function deleteWebhookEndpoint(app: App, webhooks: WebhookService): void {
       },
     },
     async (request, reply) => {
-      await webhooks.remove(accountId(request), request.params.endpointId);
+      await webhooks.remove(accountId(request), request.params.endpointId, auditContextOf(request));
       return reply.status(204).send();
     },
   );
@@ -260,7 +260,7 @@ function rotateWebhookEndpointSecret(app: App, webhooks: WebhookService): void {
         },
       },
     },
-    async (request) => webhooks.rotateSecret(accountId(request), request.params.endpointId),
+    async (request) => webhooks.rotateSecret(accountId(request), request.params.endpointId, auditContextOf(request)),
   );
 }
 

@@ -12,6 +12,7 @@ import { aCheaperEventLog } from './008-a-cheaper-event-log.js';
 import { eventRuns } from './009-event-runs.js';
 import { inventoryAndCategories } from './010-inventory-and-categories.js';
 import { apiKeyScopesAndExpiry } from './011-api-key-scopes-and-expiry.js';
+import { auditLog } from './012-audit-log.js';
 
 export type { Migration, MigrationBackend } from './migration.js';
 
@@ -27,4 +28,5 @@ export const migrations: readonly Migration[] = [
   eventRuns,
   inventoryAndCategories,
   apiKeyScopesAndExpiry,
+  auditLog,
 ];
