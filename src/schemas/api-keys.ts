@@ -22,8 +22,6 @@ export const SCOPES = [
 export type Scope = (typeof SCOPES)[number];
 
 export const API_KEY_NAME_MAX_LENGTH = 100;
-/** The longest a key may live from its creation (expiresAt). */
-export const API_KEY_MAX_LIFETIME_MS = 366 * 86_400_000;
 /** How long a rolled key keeps working by default, and at most (seconds). */
 export const ROLL_OVERLAP_DEFAULT_SECONDS = 86_400;
 export const ROLL_OVERLAP_MAX_SECONDS = 604_800;

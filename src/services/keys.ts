@@ -49,7 +49,7 @@ export function oneYearAfter(now: number): number {
 
 export function createKeyService(deps: {
   db: Pick<SqlDatabase, 'transaction'>;
-  apiKeys: Pick<ApiKeyRepository, 'insert' | 'get' | 'page' | 'lock' | 'revokeIn' | 'expireBy'>;
+  apiKeys: Pick<ApiKeyRepository, 'insert' | 'find' | 'get' | 'page' | 'lock' | 'revokeIn' | 'expireBy'>;
   auditLog: Pick<AuditLogRepository, 'append'>;
   accounts: Pick<AccountRepository, 'get'>;
   cursors: CursorCodec<string>;
@@ -109,6 +109,11 @@ export function createKeyService(deps: {
       const rows = await apiKeys.page({ accountId, limit, afterSeq: afterId });
       const { items, nextCursor } = pageOf(cursors, accountId, request, rows, (row) => row.seq);
       return { keys: items.map((row) => publicKey(row.key)), nextCursor };
+    },
+
+    /** The account a key belongs to (the operator's CLI names keys by id alone); undefined when there is no such key. */
+    async ownerOf(id: string): Promise<string | undefined> {
+      return (await apiKeys.find(id))?.accountId;
     },
 
     async get(accountId: string, id: string): Promise<ApiKey> {

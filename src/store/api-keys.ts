@@ -74,6 +74,8 @@ export interface ApiKeyRepository {
   /** Inserts the key in the caller's transaction (numbered after the account's last key). */
   insert(tx: Sql, key: ApiKeyRecord): Promise<ApiKeyRecord>;
   findByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  /** The key of any account (the operator's CLI), or undefined. */
+  find(id: string): Promise<ApiKeyRecord | undefined>;
   /** The account's key, or undefined (another account's key id is not found either). */
   get(accountId: string, id: string): Promise<ApiKeyRecord | undefined>;
   list(accountId: string): Promise<ApiKeyRecord[]>;
@@ -116,6 +118,10 @@ export function createApiKeyRepository(db: SqlDatabase, dialect: Dialect, watch?
     async findByHash(keyHash) {
       // Hot: every request whose key is not remembered.
       const [row] = await db.read<KeyRow>('find_api_key', `SELECT ${KEY_COLUMNS} FROM api_keys WHERE key_hash = ?`, [keyHash]);
+      return row && toKey(row);
+    },
+    async find(id) {
+      const row = await db.get<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`, [id]);
       return row && toKey(row);
     },
     async get(accountId, id) {
