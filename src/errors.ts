@@ -7,7 +7,8 @@ export const ERROR_CODES = {
   invalid_json: 'The request body is not valid JSON (or not valid UTF-8).',
   invalid_content_type: 'The request has a body but its Content-Type is not application/json.',
   invalid_cursor: 'The pagination cursor is malformed, tampered with, or was issued for another filter.',
-  unauthorized: 'The API key is missing, malformed, unknown, revoked, or for another environment.',
+  unauthorized: 'The API key is missing, malformed, unknown, revoked, expired, or for another environment.',
+  insufficient_scope: 'The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).',
   not_found: 'The resource or route does not exist (or belongs to another account).',
   method_not_allowed: 'The route exists but does not support this HTTP method.',
   gone: 'The operation was removed after its sunset date.',
@@ -39,6 +40,7 @@ export const ERROR_STATUS = {
   invalid_content_type: 400,
   invalid_cursor: 400,
   unauthorized: 401,
+  insufficient_scope: 403,
   not_found: 404,
   method_not_allowed: 405,
   gone: 410,
@@ -99,6 +101,15 @@ export class UnauthorizedError extends ApiError {
       ? `Bearer realm="petstore", error="invalid_token", error_description="${headerSafe(message)}"`
       : 'Bearer realm="petstore"';
     super('unauthorized', message, { 'www-authenticate': challenge });
+  }
+}
+export class InsufficientScopeError extends ApiError {
+  /** `scope`: what is needed, space-separated when several (RFC 6750 §3's scope attribute). */
+  constructor(
+    readonly scope: string,
+    message = `This API key lacks the ${scope.includes(' ') ? 'scopes' : 'scope'} "${scope}" this operation needs. Use a key that has it (or a full-access key); see GET /v1/api-keys.`,
+  ) {
+    super('insufficient_scope', message, { 'www-authenticate': `Bearer realm="petstore", error="insufficient_scope", scope="${headerSafe(scope)}"` });
   }
 }
 export class NotFoundError extends ApiError {

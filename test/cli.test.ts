@@ -65,6 +65,12 @@ describe('petstore CLI', () => {
     ['the command is unknown', ['frobnicate'], 2, /Unknown command "frobnicate"/],
     ['an option is unknown', ['accounts', 'create', '--nme', 'x'], 2, /Unknown option '--nme'/],
     ['--env is not an environment', ['keys', 'create', '--account', 'a', '--env', 'dev'], 2, /--env must be/],
+    ['--scopes names an unknown scope', ['keys', 'create', '--account', 'a', '--scopes', 'pets:read,pets:delete'], 2, /unknown: pets:delete/],
+    ['--expires-in is not a duration', ['keys', 'create', '--account', 'a', '--expires-in', 'soon'], 2, /--expires-in must be a duration/],
+    ['--expires-in is zero', ['keys', 'create', '--account', 'a', '--expires-in', '0d'], 2, /--expires-in must be more than 0/],
+    ['keys roll has no key id', ['keys', 'roll'], 2, /<keyId> is required/],
+    ['keys roll names an unknown key', ['keys', 'roll', 'key_nope'], 1, /No API key with id "key_nope"/],
+    ['keys roll overlaps more than 7 days', ['keys', 'roll', 'key_nope', '--expires-in', '8d'], 2, /at most 7d/],
   ];
   for (const [label, args, code, message] of failures) {
     test(`when ${label}, then it exits ${code} with the reason on stderr and nothing on stdout`, async (t) => {
@@ -75,13 +81,44 @@ describe('petstore CLI', () => {
     });
   }
 
-  for (const args of [[], ['serve'], ['migrate'], ['accounts', 'create'], ['keys', 'create'], ['keys', 'list'], ['keys', 'revoke']]) {
+  for (const args of [[], ['serve'], ['migrate'], ['accounts', 'create'], ['keys', 'create'], ['keys', 'list'], ['keys', 'roll'], ['keys', 'revoke']]) {
     test(`when "${['petstore', ...args, '--help'].join(' ')}" runs, then it prints usage and exits 0`, async (t) => {
       const result = await cli([...args, '--help'], tempDb(t));
       assert.equal(result.code, 0);
       assert.match(result.stdout, /^Usage: petstore/);
     });
   }
+
+  test('when keys are created with scopes, an expiry and a name, listed, rolled and revoked, then each shows them and the audit log names the CLI', async (t) => {
+    const env = tempDb(t);
+    const account = await cliJson<{ id: string }>(['accounts', 'create', '--name', 'Scoped'], env);
+    type Made = Key & { name: string | null; scopes: string[] | null; expiresAt: string | null; lastUsedAt: string | null };
+    const before = Date.now();
+    const made = await cliJson<Made>(['keys', 'create', '--account', account.id, '--scopes', 'orders:read,pets:read', '--expires-in', '30d', '--name', 'Reporting'], env);
+    assert.deepEqual(made.scopes, ['pets:read', 'orders:read']);
+    assert.equal(made.name, 'Reporting');
+    assert.equal(made.accountId, account.id);
+    const expires = Date.parse(made.expiresAt!);
+    assert.ok(expires >= before + 30 * 86_400_000 && expires <= Date.now() + 30 * 86_400_000, made.expiresAt!);
+    const admin = await cliJson<Made>(['keys', 'create', '--account', account.id, '--scopes', 'keys:read'], env);
+    const text = await cli(['keys', 'list', '--account', account.id], env);
+    assert.match(text.stdout, /"Reporting"  pets:read,orders:read  created \S+  expires \S+  last used never/);
+    const rolled = await cliJson<Made>(['keys', 'roll', made.id, '--expires-in', '1h'], env);
+    assert.deepEqual(rolled.scopes, made.scopes);
+    assert.equal(rolled.name, 'Reporting');
+    assert.equal(rolled.expiresAt, made.expiresAt, 'a roll keeps the expiry');
+    assert.match(rolled.key ?? '', /^psk_live_/);
+    const listed = await cliJson<Made[]>(['keys', 'list', '--account', account.id], env);
+    const old = listed.find((k) => k.id === made.id)!;
+    assert.ok(Math.abs(Date.parse(old.expiresAt!) - (Date.now() + 3_600_000)) < 60_000, `the old key ends in an hour: ${old.expiresAt}`);
+    assert.equal((await cli(['keys', 'roll', made.id, '--expires-in', '2x'], env)).code, 2);
+    await cliJson(['keys', 'revoke', rolled.id], env);
+    const server = await startServerProcess(env);
+    t.after(() => server.stop());
+    const log = (await (await fetch(`${server.url}/v1/audit-log`, { headers: { authorization: `Bearer ${admin.key}` } })).json()) as Array<{ action: string; actor: unknown; target: { id: string }; requestId: unknown; clientAddress: unknown }>;
+    assert.deepEqual(log.map((e) => [e.action, e.target.id]), [['api_key.created', made.id], ['api_key.created', admin.id], ['api_key.rolled', made.id], ['api_key.revoked', rolled.id]]);
+    for (const e of log) assert.deepEqual([e.actor, e.requestId, e.clientAddress], [{ type: 'cli' }, null, null]);
+  });
 
   test('when migrate runs twice, then the second run applies nothing', async (t) => {
     const env = tempDb(t);

@@ -68,6 +68,24 @@ const WITHOUT_10 = `
   ALTER TABLE accounts DROP COLUMN pets_unset;
 `;
 
+// Version 11 (api key scopes and expiry) too: its columns are in place while the data is written.
+const WITHOUT_11 = `
+  DROP INDEX api_keys_by_account_seq;
+  ALTER TABLE api_keys DROP COLUMN name;
+  ALTER TABLE api_keys DROP COLUMN scopes;
+  ALTER TABLE api_keys DROP COLUMN expires_at;
+  ALTER TABLE api_keys DROP COLUMN last_used_at;
+  ALTER TABLE api_keys DROP COLUMN seq;
+  ALTER TABLE accounts DROP COLUMN last_key_seq;
+`;
+
+// And 12 (the audit log).
+const WITHOUT_12 = `
+  DROP TABLE audit_log;
+  ALTER TABLE accounts DROP COLUMN last_audit_seq;
+  ALTER TABLE api_keys DROP COLUMN expired_use_audited_at;
+`;
+
 function execOn(url: string, sql: string): void {
   const db = new Database(url);
   try {
@@ -77,12 +95,14 @@ function execOn(url: string, sql: string): void {
   }
 }
 
-/** Writes with the store code (that release's SQL, with 10's tables in place for the moment): pets in one batch, an order, an endpoint. */
+/** Writes with the store code (that release's SQL, with 10's, 11's and 12's tables in place for the moment): pets in one batch, an order, an endpoint. */
 async function writeData(url: string) {
   execOn(url, migrations.find((m) => m.version === 10)!.sqlite);
+  execOn(url, migrations.find((m) => m.version === 11)!.sqlite);
+  execOn(url, migrations.find((m) => m.version === 12)!.sqlite);
   const store = await createStore(storeConfig(url, { pgPoolMax: 2, readCache: false }));
   try {
-    assert.deepEqual(await store.pendingMigrations(), [7, 10], 'only the no-op and 10 are pending, before anything moved');
+    assert.deepEqual(await store.pendingMigrations(), [7, 10, 11, 12], 'only the no-op, 10, 11 and 12 are pending, before anything moved');
     const services = await createServices({ store, clock: { now: () => Date.now() }, environment: 'production' });
     const account = await services.accounts.create('Former numbering');
     const key = (await services.apiKeys.create(account.id, 'production')).key;
@@ -96,12 +116,14 @@ async function writeData(url: string) {
     return { key, pets, order, endpoint, eventIds: events.map((e) => e.id) };
   } finally {
     await store.close();
+    execOn(url, WITHOUT_12);
+    execOn(url, WITHOUT_11);
     execOn(url, WITHOUT_10);
   }
 }
 
 describe('upgrading a SQLite store recorded under the former numbering', () => {
-  test('when two `petstore migrate` run at once and the app starts, then the rows move to 8 and 9, only 7 (and the later 10) is applied, and the data is served', async (t) => {
+  test('when two `petstore migrate` run at once and the app starts, then the rows move to 8 and 9, only 7 (and the later 10, 11 and 12) is applied, and the data is served', async (t) => {
     const database = await sqliteBackend.createDatabase();
     const cleanups: Array<() => unknown> = [() => database.drop()];
     t.after(async () => {
@@ -116,12 +138,12 @@ describe('upgrading a SQLite store recorded under the former numbering', () => {
 
     const env = { PETSTORE_DATABASE_URL: database.url };
     const runs = await Promise.all([cliJson<{ applied: number[] }>(['migrate'], env), cliJson<{ applied: number[] }>(['migrate'], env)]);
-    assert.deepEqual(runs.flatMap((r) => r.applied).sort((x, y) => x - y), [7, 10], 'each of the no-op and 10 applied once, by one process; 8 and 9 were not applied again');
+    assert.deepEqual(runs.flatMap((r) => r.applied).sort((x, y) => x - y), [7, 10, 11, 12], 'each of the no-op, 10, 11 and 12 applied once, by one process; 8 and 9 were not applied again');
 
     const rows = readRows(database.url);
     assert.deepEqual(rows.map((r) => [r.version, r.name]), migrations.map((m) => [m.version, m.name]));
     for (const row of rows) {
-      if (row.version === 7 || row.version === 10) assert.notEqual(row.applied_at, T0, `${row.version} is applied now`);
+      if (row.version === 7 || row.version >= 10) assert.notEqual(row.applied_at, T0, `${row.version} is applied now`);
       else assert.equal(row.applied_at, T0, `version ${row.version} keeps its row: moved, not applied again`);
     }
 

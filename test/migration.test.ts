@@ -10,6 +10,7 @@ import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { createServices } from '../src/services/index.js';
+import { generateKey, hashKey } from '../src/services/api-keys.js';
 import { createCursorCodec } from '../src/services/cursor.js';
 import { requestHash } from '../src/services/pets.js';
 import { migrations } from '../src/store/migrations/index.js';
@@ -81,6 +82,14 @@ async function previousReleaseSchema(backend: Backend, old: OldDatabase): Promis
   }
 }
 
+/** The previous release's key creation: its columns only (migration 11 added more). */
+async function oldKey(old: OldDatabase, accountId: string): Promise<string> {
+  const key = generateKey('production');
+  const id = `key_old${hashKey(key).slice(0, 12)}`;
+  await old.exec(`INSERT INTO api_keys (id, account_id, environment, key_hash, hint, created_at) VALUES ('${id}', '${accountId}', 'production', '${hashKey(key)}', 'psk_live_…${key.slice(-4)}', '${T0}')`);
+  return key;
+}
+
 const nextLink = (link: string | null) => /<([^>]+)>; rel="next"/.exec(link ?? '')?.[1];
 
 /** A fresh database and a cleanup list run last-in first-out after the test (the drop last). */
@@ -100,15 +109,15 @@ for (const backend of backends) {
       const old = await openOld(backend, url);
       await previousReleaseSchema(backend, old);
 
-      // Accounts, keys and the cursor secret through the services: their SQL did not change.
+      // Accounts and the cursor secret through the services (their SQL did not change); keys as that release wrote them.
       const store = await createStore(storeConfig(url, { pgPoolMax: 2, readCache: false }));
       const services = await createServices({ store, clock: { now: () => Date.now() }, environment: 'production' });
       const a = await services.accounts.create('Old A');
       const b = await services.accounts.create('Old B');
       const empty = await services.accounts.create('Old, no pets');
-      const keyA = (await services.apiKeys.create(a.id, 'production')).key;
-      const keyB = (await services.apiKeys.create(b.id, 'production')).key;
-      const keyEmpty = (await services.apiKeys.create(empty.id, 'production')).key;
+      const keyA = await oldKey(old, a.id);
+      const keyB = await oldKey(old, b.id);
+      const keyEmpty = await oldKey(old, empty.id);
 
       // Global ids, interleaved: A gets 1, 2, 4, 5, 7, 8 …, B gets 3, 6, 9 ….
       const before: Record<string, Pet[]> = { [a.id]: [], [b.id]: [] };

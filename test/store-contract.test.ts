@@ -61,6 +61,10 @@ function newKey(accountId: string, overrides: Partial<ApiKeyRecord> = {}): ApiKe
     hint: uid().slice(0, 4),
     createdAt: T0,
     revokedAt: null,
+    name: null,
+    scopes: null,
+    expiresAt: null,
+    lastUsedAt: null,
     ...overrides,
   };
 }

@@ -224,11 +224,17 @@ function errorFromAnswer(response: Response, body: unknown, requestId: string | 
     const { code, message } = body;
     if (typeof code === 'string' && typeof message === 'string') {
       // Trusted as documented; a code added by a newer server still arrives as its string.
-      return new PetstoreError({ status, code: code as PetstoreErrorCode, message, requestId, retryAfter });
+      const scope = code === 'insufficient_scope' ? challengeScope(response.headers.get('www-authenticate')) : undefined;
+      return new PetstoreError({ status, code: code as PetstoreErrorCode, message, requestId, retryAfter, scope });
     }
   }
   const message = `HTTP ${status}${response.statusText ? ` ${response.statusText}` : ''} without an Error body.`;
   return new PetstoreError({ status, code: 'unexpected_response', message, requestId, retryAfter });
+}
+
+/** The `scope` attribute of an RFC 6750 challenge (`Bearer realm="…", error="insufficient_scope", scope="pets:write"`). */
+export function challengeScope(value: string | null): string | undefined {
+  return value === null ? undefined : /\bscope="([^"]*)"/.exec(value)?.[1];
 }
 
 /** Retry-After in seconds: delay-seconds or an HTTP-date (RFC 9110 §10.2.3). */

@@ -29,6 +29,7 @@ export interface PetstoreErrorInit {
   message: string;
   requestId?: string | undefined;
   retryAfter?: number | undefined;
+  scope?: string | undefined;
   cause?: unknown;
 }
 
@@ -41,6 +42,11 @@ export class PetstoreError extends Error {
   readonly requestId: string | undefined;
   /** Seconds to wait before retrying, from `Retry-After` (429, 503, 409 `idempotency_key_in_use`). */
   readonly retryAfter: number | undefined;
+  /**
+   * On a 403 `insufficient_scope`: the scope the key lacks (from `WWW-Authenticate`'s `scope`,
+   * space-separated when several), e.g. `pets:write`. Use a key that has it.
+   */
+  readonly scope: string | undefined;
 
   constructor(init: PetstoreErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -48,5 +54,6 @@ export class PetstoreError extends Error {
     this.code = init.code;
     this.requestId = init.requestId;
     this.retryAfter = init.retryAfter;
+    this.scope = init.scope;
   }
 }

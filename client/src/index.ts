@@ -44,6 +44,19 @@ export {
   type ListWebhookDeliveriesParams,
 } from './resources/webhook-endpoints.js';
 export {
+  type ApiKeys,
+  type ApiKey,
+  type ApiKeyScope,
+  type CreatedApiKey,
+  type NewApiKey,
+  type RollApiKeyOptions,
+  type ListApiKeysParams,
+  type AuditLog,
+  type AuditEntry,
+  type ListAuditLogParams,
+  type ListAllAuditLogParams,
+} from './resources/api-keys.js';
+export {
   verifyWebhook,
   type VerifyWebhookOptions,
   type WebhookHeaders,

@@ -6,6 +6,7 @@ import { Messages } from './resources/messages.js';
 import { Orders } from './resources/orders.js';
 import { Pets } from './resources/pets.js';
 import { WebhookEndpoints } from './resources/webhook-endpoints.js';
+import { ApiKeys, AuditLog } from './resources/api-keys.js';
 
 export interface PetstoreOptions {
   /** Your API key (`psk_live_…` or `psk_test_…`), sent as `Authorization: Bearer <apiKey>`. */
@@ -57,6 +58,16 @@ export class Petstore {
    */
   readonly webhookEndpoints: WebhookEndpoints;
   /**
+   * The account's API keys: create (restricted by scopes, expiring), list, get, roll, revoke.
+   * @experimental `x-stability: experimental` in the API document: the shape may still change.
+   */
+  readonly apiKeys: ApiKeys;
+  /**
+   * The account's audit log: key and webhook endpoint changes, oldest first.
+   * @experimental `x-stability: experimental` in the API document: the shape may still change.
+   */
+  readonly auditLog: AuditLog;
+  /**
    * The messages of the key's account, through the messaging example API (`exampleApiUrl`):
    * send one (202, `queued`), then wait until it is `delivered` or `failed`.
    */
@@ -89,6 +100,8 @@ export class Petstore {
     this.orders = new Orders(core);
     this.events = new Events(core);
     this.webhookEndpoints = new WebhookEndpoints(core);
+    this.apiKeys = new ApiKeys(core);
+    this.auditLog = new AuditLog(core);
     // The example API has its own base URL (and document); same key, retries and errors.
     this.messages = new Messages(new Core({ ...shared, baseUrl: this.exampleApiUrl }));
   }

@@ -9,6 +9,8 @@ import { startWorkerProcess } from '../worker.js';
 import { createServices } from '../services/index.js';
 import { createStore, isPostgresUrl } from '../store/index.js';
 import { sqlitePath } from '../store/sqlite/index.js';
+import { SCOPES } from '../schemas/api-keys.js';
+import { type KeyCommandOptions, KeyUsageError, runKeyCommand } from './keys.js';
 
 class UsageError extends Error {}
 
@@ -22,6 +24,7 @@ Commands:
   accounts create --name <name>  Create an account
   keys create --account <id>     Create an API key (the secret is shown once)
   keys list --account <id>       List an account's keys (never shows secrets)
+  keys roll <keyId>              Replace a key; the old one works for a while
   keys revoke <keyId>            Revoke a key
 
 Every command reads PETSTORE_DATABASE_URL (default ./data/petstore.db) and PETSTORE_ENV.
@@ -57,14 +60,25 @@ Applies pending migrations to PETSTORE_DATABASE_URL and prints what it applied.`
   'accounts create': `Usage: petstore accounts create --name <name> [--json]
 
 Creates an account and prints its id. With --json, prints {"id","name","createdAt"}.`,
-  'keys create': `Usage: petstore keys create --account <accountId> [--env production|staging] [--json]
+  'keys create': `Usage: petstore keys create --account <accountId> [--env production|staging]
+                           [--scopes <scope,…>] [--expires-in <30d>] [--name <name>] [--json]
 
 Creates an API key for the account. The secret is printed once and never stored;
-keep it safe. --env defaults to PETSTORE_ENV (production). With --json, prints
-{"id","key","accountId","environment","hint","createdAt"}.`,
+keep it safe. --env defaults to PETSTORE_ENV (production).
+  --scopes      restrict the key, e.g. pets:read,orders:read (default: full access);
+                scopes: ${SCOPES.join(', ')}
+  --expires-in  the key stops working after this long: 45s, 90m, 12h, 30d, 2w (at most a year)
+  --name        a label shown in listings
+With --json, prints {"id","key","accountId","name","scopes","environment","hint","createdAt","expiresAt",…}.
+The audit log (GET /v1/audit-log) records it with actor "cli".`,
   'keys list': `Usage: petstore keys list --account <accountId> [--json]
 
-Lists the account's keys with their hint and status. Secrets are never shown.`,
+Lists the account's keys with their hint, name, scopes, expiry and last use
+(to within a minute). Secrets are never shown.`,
+  'keys roll': `Usage: petstore keys roll <keyId> [--expires-in <24h>] [--json]
+
+Creates a key with the same name, scopes and expiry, prints its secret once, and
+makes the old key stop working after --expires-in (default 24h, 0 at once, at most 7d).`,
   'keys revoke': `Usage: petstore keys revoke <keyId> [--json]
 
 Revokes the key. Requests with it are refused from then on.`,
@@ -77,6 +91,8 @@ const OPTIONS = {
   account: { type: 'string' },
   env: { type: 'string' },
   workers: { type: 'string' },
+  scopes: { type: 'string' },
+  'expires-in': { type: 'string' },
 } satisfies ParseArgsConfig['options'];
 
 function print(json: boolean, value: unknown, text: string): void {
@@ -161,33 +177,26 @@ export async function main(argv: string[]): Promise<number> {
       print(json, account, `Created account ${account.id} (${account.name}).\nNext: petstore keys create --account ${account.id}`);
       return 0;
     }
-    case 'keys create': {
-      const accountId = required(values.account, '--account', command);
+    case 'keys create':
+    case 'keys list':
+    case 'keys roll':
+    case 'keys revoke': {
       const env = values.env;
       if (env !== undefined && env !== 'production' && env !== 'staging') {
         throw new UsageError('--env must be "production" or "staging".');
       }
-      const key = await withServices((s) => s.apiKeys.create(accountId, env as Environment | undefined));
-      print(
-        json,
-        key,
-        `Created ${key.environment} key ${key.id} for ${key.accountId}.\n\n  ${key.key}\n\nThis is the only time the key is shown. Store it safely.`,
-      );
-      return 0;
-    }
-    case 'keys list': {
-      const accountId = required(values.account, '--account', command);
-      const keys = await withServices((s) => s.apiKeys.list(accountId));
-      const lines = keys.map(
-        (k) => `${k.id}  ${k.environment.padEnd(10)}  ${k.hint}  created ${k.createdAt}  ${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`,
-      );
-      print(json, keys, lines.length ? lines.join('\n') : 'No keys.');
-      return 0;
-    }
-    case 'keys revoke': {
-      const keyId = rest[0] ?? positionals[2];
-      const key = await withServices((s) => s.apiKeys.revoke(required(keyId, '<keyId>', command)));
-      print(json, key, `Revoked key ${key.id} at ${key.revokedAt}.`);
+      const keyCommand = command as 'keys create' | 'keys list' | 'keys roll' | 'keys revoke';
+      const byId = keyCommand === 'keys roll' || keyCommand === 'keys revoke';
+      const options: KeyCommandOptions = {
+        account: byId ? undefined : required(values.account, '--account', command),
+        keyId: byId ? required(rest[0] ?? positionals[2], '<keyId>', command) : undefined,
+        env: env as Environment | undefined,
+        scopes: values.scopes,
+        expiresIn: values['expires-in'],
+        name: values.name,
+      };
+      const { value, text } = await withServices((s) => runKeyCommand(s, keyCommand, options, systemClock.now()));
+      print(json, value, text);
       return 0;
     }
     default:
@@ -201,12 +210,12 @@ export async function run(argv: string[]): Promise<void> {
     if (code >= 0) process.exitCode = code;
   } catch (err) {
     const message =
-      err instanceof UsageError || err instanceof ConfigError || err instanceof ApiError
+      err instanceof UsageError || err instanceof KeyUsageError || err instanceof ConfigError || err instanceof ApiError
         ? err.message
         : err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')
           ? `${err.message}\n\nRun \`petstore --help\` for usage.`
           : `Unexpected error: ${err instanceof Error ? err.message : String(err)}`;
     process.stderr.write(`petstore: ${message}\n`);
-    process.exitCode = err instanceof UsageError || (err instanceof TypeError && 'code' in err) ? 2 : 1;
+    process.exitCode = err instanceof UsageError || err instanceof KeyUsageError || (err instanceof TypeError && 'code' in err) ? 2 : 1;
   }
 }

@@ -22,6 +22,7 @@ import { LIST_PATH, type Taken, take } from './fast-path/request.js';
 import { parseBearer } from './plugins/auth.js';
 import type { ResponseRecorder } from './plugins/metrics.js';
 import { rateLimitHeaderValues } from './plugins/rate-limit.js';
+import { SCOPE_BIT } from '../services/scopes.js';
 import type { PetWire } from './routes/pets.js';
 import { nextPageLink } from './responses.js';
 
@@ -83,6 +84,8 @@ function logCompleted(write: (request: CompletedRequest) => void, reqId: string,
 }
 
 type Auth = { accountId: string; keyId: string };
+/** Both routes need pets:read: a key without it is Fastify's to refuse (403, the error model). */
+const PETS_READ = SCOPE_BIT['pets:read'];
 type TakeNow = NonNullable<RateLimiter['takeNow']>;
 /** This flush's store reads, by what they read: identical requests share one. */
 type Reads = Map<string, Promise<SentPage>>;
@@ -202,8 +205,9 @@ class FastPath {
     const { services, closing, wire } = this.deps;
     if (closing()) return false;
     const token = parseBearer(authorization);
+    // Expired or revoked keys are not answered from the cache (authenticateCached): Fastify says why.
     const auth = token === undefined ? undefined : services.apiKeys.authenticateCached(token);
-    if (!auth) return false;
+    if (!auth || (auth.grants & PETS_READ) === 0) return false;
     if (this.deps.readFromStore) return auth;
     let body: string | undefined;
     let link: string | undefined;

@@ -60,6 +60,13 @@ export const wwwAuthenticateHeader: HeaderSpec = {
   },
 };
 
+export const insufficientScopeHeader: HeaderSpec = {
+  'WWW-Authenticate': {
+    type: 'string',
+    description: 'RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`.',
+  },
+};
+
 /** On a create's replay (same Idempotency-Key and body). */
 export const idempotentReplayedHeader: HeaderSpec = {
   'Idempotent-Replayed': { type: 'string', description: '`true` when this is a replay of an earlier request with the same Idempotency-Key.' },
@@ -86,6 +93,10 @@ export function commonErrors(extraHeaders: HeaderSpec = {}) {
   return {
     401: errorResponse('The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`.', {
       ...wwwAuthenticateHeader,
+      ...extraHeaders,
+    }),
+    403: errorResponse('The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it.', {
+      ...insufficientScopeHeader,
       ...extraHeaders,
     }),
     429: errorResponse('Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds.', {

@@ -23,7 +23,7 @@ export interface WorkerDeps {
   store: Store;
   /** Times the workers' transactions under their operation names (the same histogram). */
   timed: TimeOperation;
-  services: { pets: Pick<Services['pets'], 'purgeExpiredIdempotencyKeys'>; events: Pick<Services['events'], 'prune'> };
+  services: { pets: Pick<Services['pets'], 'purgeExpiredIdempotencyKeys'>; events: Pick<Services['events'], 'prune'>; audit: Pick<Services['audit'], 'prune'> };
   metrics: Metrics;
   wakeups: Wakeups;
   clock: Clock;
@@ -111,8 +111,10 @@ function startMaintenance({ config, services, clock, log }: WorkerDeps): Stop {
   const purge = setInterval(() => {
     services.pets.purgeExpiredIdempotencyKeys().catch((err: unknown) => log.warn({ err }, 'idempotency key purge failed'));
   }, HOUR_MS);
-  const pruneEvents = () =>
+  const pruneEvents = () => {
     services.events.prune(clock.now(), config.events.retentionDays).catch((err: unknown) => log.warn({ err }, 'event pruning failed'));
+    services.audit.prune(clock.now()).catch((err: unknown) => log.warn({ err }, 'audit log pruning failed'));
+  };
   const prune = setInterval(pruneEvents, HOUR_MS);
   const firstPrune = setTimeout(pruneEvents, FIRST_PRUNE_MS);
   for (const timer of [purge, prune, firstPrune]) timer.unref();

@@ -8,8 +8,10 @@ import type { Clock } from '../clock.js';
 import type { Environment } from '../config.js';
 import { NotFoundError, UnauthorizedError } from '../errors.js';
 import type { AccountRepository } from '../store/accounts.js';
+import type { Scope } from '../schemas/api-keys.js';
 import type { ApiKeyRecord, ApiKeyRepository, ApiKeyWatch } from '../store/api-keys.js';
 import { newKeyId, randomBase62, toBase62 } from './ids.js';
+import { grantsOf } from './scopes.js';
 
 const PREFIX: Record<Environment, string> = { production: 'psk_live_', staging: 'psk_test_' };
 const SECRET_LENGTH = 30;
@@ -39,6 +41,37 @@ export function parseKey(key: string): Environment | undefined {
 export interface AuthContext {
   accountId: string;
   keyId: string;
+  /** The key's scopes; null: full access. */
+  scopes: readonly Scope[] | null;
+  /** The scopes as a mask (scopes.ts): the per-request check is one AND. */
+  grants: number;
+  /** When the key stops working: ISO time, or null (never). */
+  expiresAt: string | null;
+  /** The same as epoch ms (Infinity: never), compared on every request. */
+  expiresAtMs: number;
+  /** The key's last use in this process (written to the store by the minute). */
+  usage: KeyUsage;
+}
+
+/** How often a process writes its keys' lastUsedAt: the stored time is within this of the truth. */
+export const LAST_USED_WRITE_INTERVAL_MS = 60_000;
+const USAGE_MAX_ENTRIES = 10_000;
+
+function authContextOf(record: ApiKeyRecord, usage: KeyUsage): AuthContext {
+  return {
+    accountId: record.accountId,
+    keyId: record.id,
+    scopes: record.scopes,
+    grants: grantsOf(record.scopes),
+    expiresAt: record.expiresAt,
+    expiresAtMs: record.expiresAt === null ? Number.POSITIVE_INFINITY : Date.parse(record.expiresAt),
+    usage,
+  };
+}
+
+/** The 401 for a key past its expiry: the message names the instant. */
+export function expiredKeyError(expiresAt: string): UnauthorizedError {
+  return new UnauthorizedError(`The API key expired at ${expiresAt}. Use another key, or create one (POST /v1/api-keys or \`petstore keys create\`).`, true);
 }
 
 /** Public view of a key: everything but the hash. */
@@ -56,6 +89,32 @@ const info = ({ keyHash: _hash, ...rest }: ApiKeyRecord): ApiKeyInfo => rest;
  * even then a revoked key is refused within a second.
  */
 export const KEY_CACHE_TTL_MS = 900;
+
+/** What a new key may be given besides its account and environment. */
+export interface KeyOptions {
+  name?: string | null | undefined;
+  scopes?: readonly Scope[] | null | undefined;
+  expiresAt?: string | null | undefined;
+}
+
+/** A new key's secret and the record to store (its hash, never the secret). */
+export function newKeyRecord(accountId: string, keyEnvironment: Environment, options: KeyOptions, now: number): { key: string; record: ApiKeyRecord } {
+  const key = generateKey(keyEnvironment);
+  const record: ApiKeyRecord = {
+    id: newKeyId(),
+    accountId,
+    environment: keyEnvironment,
+    keyHash: hashKey(key),
+    hint: `${PREFIX[keyEnvironment]}…${key.slice(-4)}`,
+    createdAt: new Date(now).toISOString(),
+    revokedAt: null,
+    name: options.name ?? null,
+    scopes: options.scopes ? [...options.scopes] : null,
+    expiresAt: options.expiresAt ?? null,
+    lastUsedAt: null,
+  };
+  return { key, record };
+}
 const KEY_CACHE_MAX_ENTRIES = 10_000;
 
 export interface ApiKeyServiceDeps {
@@ -66,10 +125,21 @@ export interface ApiKeyServiceDeps {
   clock: Clock;
   environment: Environment;
   keyCacheTtlMs?: number;
+  /** How often this process writes its keys' last use (default LAST_USED_WRITE_INTERVAL_MS). */
+  lastUsedIntervalMs?: number;
+  /** Told when an expired key is refused (the audit log records it, at most hourly); never awaited. */
+  onExpiredUse?: (accountId: string, keyId: string, request: RequestInfo) => Promise<void>;
+}
+
+/** What the audit log keeps of the request that presented a key. */
+export interface RequestInfo {
+  requestId?: string | undefined;
+  clientAddress?: string | undefined;
 }
 
 export function createApiKeyService(deps: ApiKeyServiceDeps) {
   const { apiKeys, accounts, externalChangeCounter, clock, environment, keyCacheTtlMs = KEY_CACHE_TTL_MS } = deps;
+  const usage = lastUseRecorder(apiKeys, deps.lastUsedIntervalMs ?? LAST_USED_WRITE_INTERVAL_MS);
   const other: Environment = environment === 'production' ? 'staging' : 'production';
   // Keyed by the token itself: it never leaves process memory, and hashing is what we skip.
   const cache = new Map<string, { auth: AuthContext; expiresAt: number }>();
@@ -105,7 +175,17 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     }
     const entry = cache.get(token);
     if (!entry) return undefined;
-    if (entry.expiresAt > Date.now()) return entry.auth;
+    if (entry.expiresAt > Date.now()) {
+      const auth = entry.auth;
+      const now = clock.now();
+      // Past its own expiry: the store's answer (401 with the instant) is verify's to give.
+      if (now >= auth.expiresAtMs) {
+        cache.delete(token);
+        return undefined;
+      }
+      usage.used(auth.usage, now);
+      return auth;
+    }
     cache.delete(token);
     return undefined;
   }
@@ -118,7 +198,7 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
   }
 
   /** Checks a token against the store (no cache lookup) and remembers it when valid. */
-  async function verify(token: string): Promise<AuthContext> {
+  async function verify(token: string, request: RequestInfo = {}): Promise<AuthContext> {
     const keyEnvironment = parseKey(token);
     if (!keyEnvironment) {
       throw new UnauthorizedError(
@@ -145,26 +225,23 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     if (record.revokedAt !== null) {
       throw new UnauthorizedError('The API key has been revoked. Create a new key with `petstore keys create`.', true);
     }
-    const auth = { accountId: record.accountId, keyId: record.id };
+    const now = clock.now();
+    const auth = authContextOf(record, usage.usageOf(record.id));
+    if (now >= auth.expiresAtMs) {
+      void deps.onExpiredUse?.(record.accountId, record.id, request);
+      throw expiredKeyError(record.expiresAt!);
+    }
+    usage.used(auth.usage, now);
     remember(token, auth, askedAt, askedIn);
     return auth;
   }
 
   return {
     /** Creates a key; the returned `key` is the only time the secret exists outside the client. */
-    async create(accountId: string, keyEnvironment: Environment = environment): Promise<ApiKeyInfo & { key: string }> {
+    async create(accountId: string, keyEnvironment: Environment = environment, options: KeyOptions = {}): Promise<ApiKeyInfo & { key: string }> {
       if (!(await accounts.get(accountId))) throw new NotFoundError(`No account with id "${accountId}".`);
-      const key = generateKey(keyEnvironment);
-      const record = await apiKeys.create({
-        id: newKeyId(),
-        accountId,
-        environment: keyEnvironment,
-        keyHash: hashKey(key),
-        hint: `${PREFIX[keyEnvironment]}…${key.slice(-4)}`,
-        createdAt: new Date(clock.now()).toISOString(),
-        revokedAt: null,
-      });
-      return { ...info(record), key };
+      const { key, record } = newKeyRecord(accountId, keyEnvironment, options, clock.now());
+      return { ...info(await apiKeys.create(record)), key };
     },
 
     async list(accountId: string): Promise<ApiKeyInfo[]> {
@@ -184,6 +261,16 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
       return cached(token);
     },
 
+    /** Writes the uses recorded since the last write now (the timer does it every interval; tests and shutdown call it). */
+    flushUsage: usage.flush,
+    /** Stops the timer that writes uses (at shutdown, after a last flushUsage). */
+    stopUsage: usage.stop,
+
+    /** Forgets what this process remembers of the key (after a change committed here). */
+    forget(keyId: string): void {
+      forget(keyId);
+    },
+
     /** Resolves a bearer token to its account, or throws UnauthorizedError saying why. */
     async authenticate(token: string): Promise<AuthContext> {
       return cached(token) ?? verify(token);
@@ -195,3 +282,59 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
 }
 
 export type ApiKeyService = ReturnType<typeof createApiKeyService>;
+
+/** A key's last use in this process, shared by every context of the key. */
+export interface KeyUsage {
+  keyId: string;
+  /** Epoch ms of the latest use. */
+  usedAt: number;
+  /** Queued for the next flush. */
+  queued: boolean;
+}
+
+/**
+ * Records uses in memory (a property write per request) and writes them every
+ * LAST_USED_WRITE_INTERVAL_MS in one transaction: at most one write per key per interval per
+ * process, and one commit for all the keys (on SQLite every commit makes the other processes
+ * drop their caches, so one a minute, not one per key). Every process writes its own uses, so
+ * the stored lastUsedAt is within the interval of the latest use anywhere. The timer starts
+ * with the first use (the CLI never starts it) and does not keep the process alive.
+ */
+function lastUseRecorder(apiKeys: Pick<ApiKeyRepository, 'touch'>, intervalMs: number) {
+  const usage = new Map<string, KeyUsage>();
+  let queue: KeyUsage[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const flush = async (): Promise<void> => {
+    const batch = queue;
+    queue = [];
+    for (const entry of batch) entry.queued = false;
+    if (batch.length === 0) return;
+    // A failed write is not retried as such: the key's next use queues it again.
+    await apiKeys.touch(batch.map((entry) => ({ id: entry.keyId, at: new Date(entry.usedAt).toISOString() }))).catch(() => undefined);
+  };
+  return {
+    used(entry: KeyUsage, now: number): void {
+      entry.usedAt = now;
+      if (entry.queued) return;
+      entry.queued = true;
+      queue.push(entry);
+      if (timer === undefined) {
+        timer = setInterval(() => void flush(), intervalMs);
+        timer.unref();
+      }
+    },
+    usageOf(keyId: string): KeyUsage {
+      let entry = usage.get(keyId);
+      if (!entry) {
+        if (usage.size >= USAGE_MAX_ENTRIES) usage.clear();
+        usage.set(keyId, (entry = { keyId, usedAt: 0, queued: false }));
+      }
+      return entry;
+    },
+    flush,
+    stop(): void {
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+    },
+  };
+}

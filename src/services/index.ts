@@ -7,6 +7,8 @@ import type { TimeOperation } from '../store/instrumented.js';
 import type { Store } from '../store/types.js';
 import { createAccountService } from './accounts.js';
 import { createApiKeyService } from './api-keys.js';
+import { createKeyService } from './keys.js';
+import { createAuditService } from './audit.js';
 import { createCursorCodec } from './cursor.js';
 import { createMessageService } from './messages.js';
 import { createOrderService } from './orders.js';
@@ -40,10 +42,14 @@ export async function createServices(deps: {
   const optional = { ...(deps.published ? { published: deps.published } : {}), ...(deps.timed ? { timed: deps.timed } : {}) };
   // Stored in the database so every instance (and restart) signs cursors alike.
   const cursorSecret = await store.settings.getOrCreate('cursor_secret', () => randomBytes(32).toString('base64url'));
-  const { accounts, apiKeys, pets } = store;
+  const { accounts, apiKeys, pets, auditLog } = store;
+  const audit = createAuditService({ db, auditLog, cursors: createCursorCodec<string>(cursorSecret, [], 'audit-log'), clock });
+  const authentication = createApiKeyService({ apiKeys, accounts, externalChangeCounter: store.externalChangeCounter, clock, environment, onExpiredUse: audit.expiredUse });
   return {
     accounts: createAccountService({ accounts, clock }),
-    apiKeys: createApiKeyService({ apiKeys, accounts, externalChangeCounter: store.externalChangeCounter, clock, environment }),
+    apiKeys: authentication,
+    keys: createKeyService({ db, apiKeys, auditLog, accounts, cursors: createCursorCodec<string>(cursorSecret, [], 'api-keys'), clock, environment, forget: authentication.forget }),
+    audit,
     pets: createPetService({ db, pets, idempotency, events: store.events, clock, cursors: createCursorCodec(cursorSecret, PET_STATUSES), published: deps.published }),
     petChanges: createPetChangeService({ db, pets, orders: store.orders, events: store.events, clock, ...optional }),
     categories: createCategoryService({ db, categories: store.categories, cursors: createCursorCodec<string>(cursorSecret, [], 'categories'), ...optional }),
@@ -60,6 +66,7 @@ export async function createServices(deps: {
     events: createEventService({ events: store.events, cursors: createCursorCodec(cursorSecret, EVENT_FILTERS, 'events') }),
     webhooks: createWebhookService({
       webhooks: store.webhooks,
+      auditLog,
       clock,
       endpointCursors: createCursorCodec<string>(cursorSecret, [], 'webhook-endpoints'),
       deliveryCursors: createCursorCodec(cursorSecret, DELIVERY_STATUSES, 'webhook-deliveries'),

@@ -18,7 +18,10 @@ import {
   typesOf,
 } from '../schemas/events.js';
 import { randomBase62 } from './ids.js';
-import type { StoredDelivery, StoredWebhookEndpoint, WebhookEndpointPatch, WebhookRepository } from '../store/webhooks.js';
+import type { AlsoInTransaction, StoredDelivery, StoredWebhookEndpoint, WebhookEndpointPatch, WebhookRepository } from '../store/webhooks.js';
+import type { AuditLogRepository } from '../store/audit-log.js';
+import { type AuditContext, auditEntry, CLI_ACTOR } from './audit.js';
+import type { AuditAction } from '../schemas/audit.js';
 import { newWebhookSecret } from '../webhooks/signing.js';
 import { type CursorCodec, pageBounds, pageOf, type PageRequest } from './cursor.js';
 
@@ -86,6 +89,7 @@ export function createWebhookService(deps: {
     WebhookRepository,
     'createEndpoint' | 'getEndpoint' | 'listEndpoints' | 'updateEndpoint' | 'deleteEndpoint' | 'rotateSecret' | 'listDeliveries' | 'retryDelivery'
   >;
+  auditLog: Pick<AuditLogRepository, 'append'>;
   clock: Clock;
   endpointCursors: CursorCodec<string>;
   deliveryCursors: CursorCodec<DeliveryStatus>;
@@ -94,7 +98,12 @@ export function createWebhookService(deps: {
   /** Called when a delivery is due now (the app wakes its worker). */
   due?: () => void;
 }) {
-  const { webhooks, clock, endpointCursors, deliveryCursors, checkUrl } = deps;
+  const { webhooks, auditLog, clock, endpointCursors, deliveryCursors, checkUrl } = deps;
+  /** The audit entry of a change to endpoint `id`, written in the change's transaction. */
+  const audited =
+    (accountId: string, context: AuditContext, action: AuditAction, id: string): AlsoInTransaction =>
+    (tx) =>
+      auditLog.append(tx, accountId, auditEntry(context, action, { type: 'webhook_endpoint', id }, clock.now()));
   const now = () => new Date(clock.now()).toISOString();
   const notFound = (id: string) => new NotFoundError(`No webhook endpoint with id ${id}. List yours with GET /v1/webhook-endpoints.`);
   const checked = (url: string) => {
@@ -109,12 +118,14 @@ export function createWebhookService(deps: {
   };
 
   return {
-    async create(accountId: string, input: NewWebhookEndpoint): Promise<WebhookEndpoint & { secret: string }> {
+    async create(accountId: string, input: NewWebhookEndpoint, context: AuditContext = CLI_ACTOR): Promise<WebhookEndpoint & { secret: string }> {
       const secret = newWebhookSecret();
+      const id = `we_${randomBase62(24)}`;
       const created = await webhooks.createEndpoint(
         accountId,
-        { id: `we_${randomBase62(24)}`, url: checked(input.url), eventMask: maskOf(input.eventTypes), description: input.description, secret, createdAt: now() },
+        { id, url: checked(input.url), eventMask: maskOf(input.eventTypes), description: input.description, secret, createdAt: now() },
         WEBHOOK_ENDPOINTS_MAX,
+        audited(accountId, context, 'webhook_endpoint.created', id),
       );
       if (!created) throw new WebhookEndpointLimitError(WEBHOOK_ENDPOINTS_MAX);
       return { ...publicEndpoint(created), secret };
@@ -132,25 +143,25 @@ export function createWebhookService(deps: {
       return { endpoints: items.map(publicEndpoint), nextCursor };
     },
 
-    async update(accountId: string, id: string, update: WebhookEndpointUpdate): Promise<WebhookEndpoint> {
+    async update(accountId: string, id: string, update: WebhookEndpointUpdate, context: AuditContext = CLI_ACTOR): Promise<WebhookEndpoint> {
       const patch: WebhookEndpointPatch = {};
       if (update.url !== undefined) patch.url = checked(update.url);
       if (update.eventTypes !== undefined) patch.eventMask = maskOf(update.eventTypes);
       if (update.description !== undefined) patch.description = update.description;
       if (update.disabled !== undefined) patch.disabled = update.disabled;
-      const updated = await webhooks.updateEndpoint(accountId, id, patch);
+      const updated = await webhooks.updateEndpoint(accountId, id, patch, audited(accountId, context, 'webhook_endpoint.updated', id));
       if (!updated) throw notFound(id);
       return publicEndpoint(updated);
     },
 
-    async remove(accountId: string, id: string): Promise<void> {
-      if (!(await webhooks.deleteEndpoint(accountId, id))) throw notFound(id);
+    async remove(accountId: string, id: string, context: AuditContext = CLI_ACTOR): Promise<void> {
+      if (!(await webhooks.deleteEndpoint(accountId, id, audited(accountId, context, 'webhook_endpoint.deleted', id)))) throw notFound(id);
     },
 
-    async rotateSecret(accountId: string, id: string): Promise<{ secret: string; previousSecretExpiresAt: string }> {
+    async rotateSecret(accountId: string, id: string, context: AuditContext = CLI_ACTOR): Promise<{ secret: string; previousSecretExpiresAt: string }> {
       const secret = newWebhookSecret();
       const expires = clock.now() + deps.secretOverlapSeconds * 1000;
-      if (!(await webhooks.rotateSecret(accountId, id, secret, expires))) throw notFound(id);
+      if (!(await webhooks.rotateSecret(accountId, id, secret, expires, audited(accountId, context, 'webhook_endpoint.secret_rotated', id)))) throw notFound(id);
       return { secret, previousSecretExpiresAt: new Date(expires).toISOString() };
     },
 

@@ -16,7 +16,7 @@ export interface AccountRow {
 export const toAccount = (row: AccountRow): Account => ({ id: row.id, name: row.name, createdAt: row.created_at });
 
 /** The account's counters: each resource's ids are numbered per account. */
-export type IdCounter = 'last_pet_id' | 'last_order_id' | 'last_message_seq' | 'last_event_seq' | 'last_endpoint_seq';
+export type IdCounter = 'last_pet_id' | 'last_order_id' | 'last_message_seq' | 'last_event_seq' | 'last_endpoint_seq' | 'last_key_seq' | 'last_audit_seq';
 
 export interface AccountRepository {
   create(account: Account): Promise<Account>;

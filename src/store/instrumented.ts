@@ -10,7 +10,7 @@ type Observer = (operation: string) => (seconds: number) => void;
 const LABELS = {
   settings: { getOrCreate: 'getOrCreateSetting' },
   accounts: { create: 'createAccount', get: 'getAccount' },
-  apiKeys: { create: 'createApiKey', findByHash: 'findApiKeyByHash', list: 'listApiKeys', revoke: 'revokeApiKey' },
+  apiKeys: { create: 'createApiKey', findByHash: 'findApiKeyByHash', get: 'getApiKey', list: 'listApiKeys', page: 'pageApiKeys', revoke: 'revokeApiKey', touch: 'touchApiKey' },
   pets: { create: 'createPet', insert: 'insertPet', get: 'getPet', list: 'listPets', lock: 'lockPet', setStatus: 'setPetStatus', inventory: 'getInventory' },
   idempotency: {
     insertClaim: 'insertIdempotencyClaim',
@@ -26,6 +26,7 @@ const LABELS = {
   categories: { get: 'getCategory', list: 'listCategories' },
   messages: { get: 'getMessage', getBySeq: 'getMessageBySeq', list: 'listMessages', queueStats: 'messageQueueStats' },
   jobs: { claim: 'claimJobs', retry: 'retryJob' },
+  auditLog: { list: 'listAuditLog', prune: 'pruneAuditLog' },
   // append runs inside another operation's transaction.
   eventLog: { append: 'appendEvents', list: 'listEvents', get: 'getEvent', prune: 'pruneEvents' },
   webhooks: {
@@ -102,6 +103,7 @@ export function instrumentStore(store: Store, observer: Observer): Store {
     categories: timeRepository(store.categories, LABELS.categories, observer),
     messages: timeRepository(store.messages, LABELS.messages, observer),
     jobs: timeRepository(store.jobs, LABELS.jobs, observer),
+    auditLog: timeRepository(store.auditLog, LABELS.auditLog, observer),
     ping: timeCall(() => store.ping(), observer('ping')) as Store['ping'],
     poolStats: () => store.poolStats?.() ?? { total: 0, idle: 0, waiting: 0 },
   };

@@ -3,6 +3,7 @@
 // Every backend passes the same contract suites (test/store-contract*.test.ts).
 import type { AccountRepository } from './accounts.js';
 import type { ApiKeyRepository } from './api-keys.js';
+import type { AuditLogRepository } from './audit-log.js';
 import type { CategoryRepository } from './categories.js';
 import type { SqlDatabase } from './core/sql.js';
 import type { EventRepository } from './events.js';
@@ -41,6 +42,7 @@ export interface Store {
   readonly jobs: JobRepository;
   readonly events: EventRepository;
   readonly webhooks: WebhookRepository;
+  readonly auditLog: AuditLogRepository;
   /** Connection pool usage, for backends that pool connections. */
   poolStats?(): PoolStats;
   /**

@@ -4,7 +4,7 @@
 import type { DeliveryStatus, EventType } from '../schemas/events.js';
 import type { Sql, SqlDatabase } from './core/sql.js';
 import { eventAt, type EventRow, holds, idIn, runData, runOf } from './event-log.js';
-import type { AttemptRecord, ClaimedDelivery, ListDeliveriesQuery, NewWebhookEndpointRecord, StoredDelivery, StoredWebhookEndpoint, WebhookEndpointPatch, WebhookRepository, WebhookStats } from './webhooks.js';
+import type { AlsoInTransaction, AttemptRecord, ClaimedDelivery, ListDeliveriesQuery, NewWebhookEndpointRecord, StoredDelivery, StoredWebhookEndpoint, WebhookEndpointPatch, WebhookRepository, WebhookStats } from './webhooks.js';
 
 export interface EndpointRow {
   seq: number;
@@ -213,8 +213,8 @@ export interface WebhookSql {
   insertEndpoint(tx: Sql, accountId: string, seq: number, endpoint: NewWebhookEndpointRecord): Promise<EndpointRow>;
   endpoint(accountId: string, id: string): Promise<EndpointRow | undefined>;
   endpoints(accountId: string, afterSeq: number, limit: number): Promise<EndpointRow[]>;
-  updateEndpoint(accountId: string, id: string, changes: EndpointChanges): Promise<EndpointRow | undefined>;
-  rotateSecret(accountId: string, id: string, secret: string, previousExpiresAt: number): Promise<EndpointRow | undefined>;
+  updateEndpoint(tx: Sql, accountId: string, id: string, changes: EndpointChanges): Promise<EndpointRow | undefined>;
+  rotateSecret(tx: Sql, accountId: string, id: string, secret: string, previousExpiresAt: number): Promise<EndpointRow | undefined>;
   deleteEndpointJobs(tx: Sql, accountId: string, id: string): Promise<void>;
   /** With its deliveries; false when there was none. */
   deleteEndpoint(tx: Sql, accountId: string, id: string): Promise<boolean>;
@@ -297,28 +297,40 @@ const RENEW_LEASE = "UPDATE jobs SET leased_until = ? WHERE id = ? AND kind = 'w
 // The claim counted an attempt; a lease given back made none.
 const RELEASE_LEASE = "UPDATE jobs SET leased_until = 0, attempts = attempts - 1 WHERE id = ? AND kind = 'webhook.deliver' AND leased_until = ?";
 
+/** The endpoint a change returned, after the rest of its transaction (`also`) when there was one. */
+async function changed(tx: Sql, row: EndpointRow | undefined, also: AlsoInTransaction | undefined): Promise<StoredWebhookEndpoint | undefined> {
+  if (row) await also?.(tx);
+  return row && toEndpoint(row);
+}
+
 export function createWebhookRepository(db: Pick<SqlDatabase, 'transaction' | 'run'>, sql: WebhookSql): WebhookRepository {
   const endpoint = (row: EndpointRow | undefined) => row && toEndpoint(row);
   return {
-    createEndpoint: (accountId, e, max) =>
+    createEndpoint: (accountId, e, max, also) =>
       db.transaction(async (tx) => {
         // The account's lock serializes its creates, so the limit holds under concurrency; the
         // counter moves only for an endpoint that is made.
         if (!(await sql.lockAccount(tx, accountId)) || (await sql.countEndpoints(tx, accountId)) >= max) return undefined;
-        return toEndpoint(await sql.insertEndpoint(tx, accountId, await sql.nextEndpointSeq(tx, accountId), e));
+        const made = toEndpoint(await sql.insertEndpoint(tx, accountId, await sql.nextEndpointSeq(tx, accountId), e));
+        await also?.(tx);
+        return made;
       }),
     getEndpoint: async (accountId, id) => endpoint(await sql.endpoint(accountId, id)),
     listEndpoints: async ({ accountId, limit, afterSeq = 0 }) => (await sql.endpoints(accountId, Math.floor(afterSeq), limit)).map(toEndpoint),
-    async updateEndpoint(accountId, id, patch) {
+    async updateEndpoint(accountId, id, patch, also) {
       const changes = endpointChanges(patch);
-      return endpoint(await (changes.set.length === 0 ? sql.endpoint(accountId, id) : sql.updateEndpoint(accountId, id, changes)));
+      if (changes.set.length === 0) return endpoint(await sql.endpoint(accountId, id));
+      return db.transaction(async (tx) => changed(tx, await sql.updateEndpoint(tx, accountId, id, changes), also));
     },
-    deleteEndpoint: (accountId, id) =>
+    deleteEndpoint: (accountId, id, also) =>
       db.transaction(async (tx) => {
         await sql.deleteEndpointJobs(tx, accountId, id);
-        return sql.deleteEndpoint(tx, accountId, id);
+        const deleted = await sql.deleteEndpoint(tx, accountId, id);
+        if (deleted) await also?.(tx);
+        return deleted;
       }),
-    rotateSecret: async (accountId, id, secret, previousExpiresAt) => endpoint(await sql.rotateSecret(accountId, id, secret, previousExpiresAt)),
+    rotateSecret: (accountId, id, secret, previousExpiresAt, also) =>
+      db.transaction(async (tx) => changed(tx, await sql.rotateSecret(tx, accountId, id, secret, previousExpiresAt), also)),
     listDeliveries: async (query) => (await sql.deliveries({ ...query, afterSeq: Math.floor(query.afterSeq ?? 0) })).map(toDelivery),
     retryDelivery: (accountId, endpointId, id, now) => db.transaction((tx) => retryDelivery(tx, sql, accountId, endpointId, id, now)),
     fanOut: (max) => fanOut(db, sql, max),

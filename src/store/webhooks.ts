@@ -4,7 +4,11 @@
 // The rules are written once in webhook-repository.ts; the backends hold only the SQL
 // (src/store/<backend>/webhooks.ts).
 import type { DeliveryStatus, EventType } from '../schemas/events.js';
+import type { Sql } from './core/sql.js';
 import type { StoredEvent } from './events.js';
+
+/** More work for the transaction of a change, run once the change is made (the audit entry that records it). */
+export type AlsoInTransaction = (tx: Sql) => Promise<void>;
 
 export interface StoredWebhookEndpoint {
   /** Position in the account's list (cursors). */
@@ -108,15 +112,15 @@ export interface WebhookStats {
 /** Webhook endpoints and their deliveries. Every call is scoped by account but the worker's. */
 export interface WebhookRepository {
   /** Undefined when the account already has `max` endpoints (checked under the account's lock), or is unknown. */
-  createEndpoint(accountId: string, endpoint: NewWebhookEndpointRecord, max: number): Promise<StoredWebhookEndpoint | undefined>;
+  createEndpoint(accountId: string, endpoint: NewWebhookEndpointRecord, max: number, also?: AlsoInTransaction): Promise<StoredWebhookEndpoint | undefined>;
   getEndpoint(accountId: string, id: string): Promise<StoredWebhookEndpoint | undefined>;
   /** The account's endpoints in creation order, after `afterSeq`, at most `limit`. */
   listEndpoints(query: { accountId: string; limit: number; afterSeq?: number | undefined }): Promise<readonly StoredWebhookEndpoint[]>;
-  updateEndpoint(accountId: string, id: string, patch: WebhookEndpointPatch): Promise<StoredWebhookEndpoint | undefined>;
+  updateEndpoint(accountId: string, id: string, patch: WebhookEndpointPatch, also?: AlsoInTransaction): Promise<StoredWebhookEndpoint | undefined>;
   /** Deletes the endpoint, its deliveries and their jobs; false when there was none. */
-  deleteEndpoint(accountId: string, id: string): Promise<boolean>;
+  deleteEndpoint(accountId: string, id: string, also?: AlsoInTransaction): Promise<boolean>;
   /** The new secret signs from now; the current one keeps signing beside it until `previousExpiresAt` (epoch ms). */
-  rotateSecret(accountId: string, id: string, secret: string, previousExpiresAt: number): Promise<StoredWebhookEndpoint | undefined>;
+  rotateSecret(accountId: string, id: string, secret: string, previousExpiresAt: number, also?: AlsoInTransaction): Promise<StoredWebhookEndpoint | undefined>;
   /** The endpoint's deliveries in event order. */
   listDeliveries(query: ListDeliveriesQuery): Promise<readonly StoredDelivery[]>;
   /** Due now: a pending delivery's next attempt, or one more attempt of a finished one. Undefined when not found. */

@@ -51,8 +51,9 @@ describe('OpenAPI document', () => {
     ]);
   });
 
-  test('when listing operations, then the pet operations and the experimental order, event and webhook operations exist at paths relative to /v1, all tagged animals', () => {
+  test('when listing operations, then the pet operations and the experimental order, event, webhook, key and audit log operations exist at paths relative to /v1, all tagged animals', () => {
     assert.deepEqual(Object.keys(doc.paths).sort(), [
+      '/api-keys', '/api-keys/{keyId}', '/api-keys/{keyId}/roll', '/audit-log',
       '/categories', '/categories/{categoryId}', '/events', '/events/{eventId}',
       '/pets', '/pets/{petId}', '/store/inventory', '/store/orders', '/store/orders/{orderId}', '/store/orders/{orderId}/cancel', '/store/orders/{orderId}/deliver',
       '/webhook-endpoints', '/webhook-endpoints/{endpointId}', '/webhook-endpoints/{endpointId}/deliveries',
@@ -88,12 +89,20 @@ describe('OpenAPI document', () => {
       rotateWebhookEndpointSecret: op('/webhook-endpoints/{endpointId}/rotate-secret', 'post'),
       listWebhookDeliveries: op('/webhook-endpoints/{endpointId}/deliveries', 'get'),
       retryWebhookDelivery: op('/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/retry', 'post'),
+      createApiKey: op('/api-keys', 'post'),
+      listApiKeys: op('/api-keys', 'get'),
+      getApiKey: op('/api-keys/{keyId}', 'get'),
+      rollApiKey: op('/api-keys/{keyId}/roll', 'post'),
+      revokeApiKey: op('/api-keys/{keyId}', 'delete'),
+      listAuditLog: op('/audit-log', 'get'),
     };
     for (const [id, o] of Object.entries(eventsAndWebhooks)) {
       assert.equal(o.operationId, id);
       assert.equal(o['x-stability'], 'experimental', `${id} is experimental`);
       assert.deepEqual(o.security ?? doc.security, [{ bearerAuth: [] }]);
-      for (const status of ['401', '429', '500', '503']) assert.ok(o.responses[status], `${id} declares ${status}`);
+      for (const status of ['401', '403', '429', '500', '503']) assert.ok(o.responses[status], `${id} declares ${status}`);
+      assert.ok(o.responses['403']?.headers?.['WWW-Authenticate'], `${id}: 403 declares WWW-Authenticate`);
+      if (o.responses['200']) assert.ok(o.responses['200'].headers?.RateLimit, `${id}: 200 declares RateLimit`);
     }
     for (const path of Object.keys(doc.paths)) {
       for (const o of Object.values(doc.paths[path]!)) assert.deepEqual((o as { tags?: string[] }).tags, ['animals']);
@@ -149,9 +158,9 @@ describe('OpenAPI document', () => {
   });
 
   test('when reading responses, then every status the service can return is declared, with their headers', () => {
-    assert.deepEqual(Object.keys(op('/pets', 'get').responses), ['200', '400', '401', '429', '500', '503']);
-    assert.deepEqual(Object.keys(op('/pets', 'post').responses), ['201', '400', '401', '404', '409', '413', '422', '429', '500', '503']);
-    assert.deepEqual(Object.keys(op('/pets/{petId}', 'get').responses), ['200', '304', '400', '401', '404', '410', '429', '500', '503']);
+    assert.deepEqual(Object.keys(op('/pets', 'get').responses), ['200', '400', '401', '403', '429', '500', '503']);
+    assert.deepEqual(Object.keys(op('/pets', 'post').responses), ['201', '400', '401', '403', '404', '409', '413', '422', '429', '500', '503']);
+    assert.deepEqual(Object.keys(op('/pets/{petId}', 'get').responses), ['200', '304', '400', '401', '403', '404', '410', '429', '500', '503']);
     assert.ok(op('/pets', 'get').responses['200']?.headers?.Link);
     for (const [p, m, s] of [['/pets', 'get', '200'], ['/pets', 'post', '201'], ['/pets/{petId}', 'get', '200'], ['/pets', 'get', '429']]) {
       assert.ok(op(p!, m!).responses[s!]?.headers?.RateLimit, `${m} ${p} ${s} declares RateLimit`);
@@ -159,6 +168,7 @@ describe('OpenAPI document', () => {
     }
     assert.ok(op('/pets', 'get').responses['429']?.headers?.['Retry-After']);
     assert.ok(op('/pets', 'get').responses['401']?.headers?.['WWW-Authenticate']);
+    assert.ok(op('/pets', 'get').responses['403']?.headers?.['WWW-Authenticate']);
     for (const [status, response] of Object.entries(op('/pets/{petId}', 'get').responses)) {
       for (const h of ['Deprecation', 'Sunset', 'Link']) assert.ok(response.headers?.[h], `getPet ${status} declares ${h}`);
     }

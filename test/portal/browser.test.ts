@@ -6,12 +6,13 @@ import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE } from '../../src/config.js';
 import { ERROR_CODES } from '../../src/errors.js';
+import { SCOPES } from '../../src/schemas/api-keys.js';
 import { EVENT_TYPES } from '../../src/schemas/events.js';
 import { allOperations, type OpenApiDocument } from '../../src/http/portal/document.js';
 import { sharedAppWithKey, type TestApp } from '../helpers/app.js';
 import { browserSkip, launchChromium, SCREENSHOTS_DIR } from '../helpers/browser.js';
 
-const NAV = ['Reference', 'Quickstart', 'Webhooks', 'Errors', 'Deprecations', 'openapi.json', 'Example API openapi.json'];
+const NAV = ['Reference', 'Quickstart', 'Webhooks', 'Keys', 'Errors', 'Deprecations', 'openapi.json', 'Example API openapi.json'];
 
 /** Swagger UI's element for an operation (its deep-link id). */
 const operationBlock = (page: Page, tag: string, operationId: string) => page.locator(`#operations-${tag}-${operationId}`);
@@ -305,6 +306,39 @@ describe('developer portal in Chromium', { skip: browserSkip }, () => {
     // The generated tables are readable: no cell squeezed to nothing.
     for (const cell of await page.locator('table.event-kinds td').all()) assert.ok(((await cell.boundingBox())?.width ?? 0) > 40);
     await screenshot(page, 'webhooks');
+  });
+
+  test('when a restricted key sends an operation it lacks the scope of, then the page shows the 403 insufficient_scope naming the scope', async () => {
+    // Its own page: the browser logs a 4xx answer to the console, which the last test checks for the others.
+    const restricted = (await app.request('POST', '/v1/api-keys', { key, body: { scopes: ['pets:read'] } })).body as { key: string };
+    const other = await context.newPage();
+    try {
+      await other.goto(`${app.url}/docs`);
+      await other.locator(`${PETSTORE} .scheme-container button.authorize`).click();
+      const dialog = other.locator('.dialog-ux .modal-ux');
+      await dialog.locator('input').first().fill(restricted.key);
+      await dialog.locator('button.authorize').click();
+      await dialog.locator('button.btn-done').click();
+      await dialog.waitFor({ state: 'detached' });
+      const block = operationBlock(other, 'animals', 'createPet');
+      await block.locator('.opblock-summary-control').click();
+      await block.locator('button.try-out__btn').click();
+      await block.locator('textarea.body-param__text').fill(JSON.stringify({ name: 'Not allowed', categoryId: 1 }));
+      await block.locator('button.execute').click();
+      const response = block.locator('.live-responses-table .response').first();
+      await response.waitFor();
+      assert.equal((await response.locator('.response-col_status').innerText()).trim(), '403');
+      assert.match(await response.locator('.response-col_description').innerText(), /insufficient_scope[^]*pets:write/);
+      assert.match(await block.locator('.live-responses-table').innerText(), /error="insufficient_scope", ?scope="pets:write"/, "the challenge (Swagger UI shows it without the space after the comma)");
+      await screenshotLiveResponse(block, 'reference-insufficient-scope');
+      await other.goto(`${app.url}/docs/keys`);
+      assert.equal(await other.locator('main h1').innerText(), 'API keys');
+      assert.equal(await other.locator('.portal-nav a[aria-current="page"]').innerText(), 'Keys');
+      assert.equal(await other.locator('table.scopes tbody tr').count(), SCOPES.length);
+      await screenshot(other, 'keys');
+    } finally {
+      await other.close();
+    }
   });
 
   test('when every page has been used, then every request went to the service and the console had no errors', () => {

@@ -11,7 +11,7 @@ import { errorsTable } from '../../src/http/portal/errors-page.js';
 import { markdown } from '../../src/http/portal/markdown.js';
 import { sharedApp, startApp } from '../helpers/app.js';
 
-const PAGES = ['/docs', '/docs/quickstart', '/docs/webhooks', '/docs/errors', '/docs/deprecations'];
+const PAGES = ['/docs', '/docs/quickstart', '/docs/webhooks', '/docs/keys', '/docs/errors', '/docs/deprecations'];
 const ASSETS = ['/docs/assets/swagger-ui-bundle.js', '/docs/assets/swagger-ui.css', '/docs/assets/reference.js', '/docs/assets/portal.css'];
 
 /** A GET that keeps the body as bytes and decodes nothing (fetch would undo Content-Encoding). */
@@ -64,7 +64,7 @@ describe('developer portal over HTTP', () => {
       assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
       assert.equal(res.headers['cache-control'], 'no-cache');
       const html = res.body.toString('utf8');
-      for (const href of ['/docs', '/docs/quickstart', '/docs/webhooks', '/docs/errors', '/docs/deprecations', '/v1/openapi.json', '/example/v1/openapi.json']) {
+      for (const href of ['/docs', '/docs/quickstart', '/docs/webhooks', '/docs/keys', '/docs/errors', '/docs/deprecations', '/v1/openapi.json', '/example/v1/openapi.json']) {
         assert.match(html, new RegExp(`<nav[^]*href="${href}"[^]*</nav>`), `${path} links ${href}`);
       }
       assert.match(html, new RegExp(`href="${path}" aria-current="page"`), `${path} is the current page`);

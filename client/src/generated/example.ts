@@ -11,12 +11,16 @@ export interface paths {
         /**
          * List messages
          * @description The account's messages, oldest first, optionally by `status`, paged like the Petstore's `GET /pets` (`Link: <…>; rel="next"`, signed cursor).
+         *
+         *     Requires the `messages:read` scope (or `messages:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["listMessages"];
         put?: never;
         /**
          * Send a message
          * @description Accepts the message for delivery and answers at once with **202 Accepted**: the message is durably stored and `queued`, not delivered yet. Poll `GET /messages/{id}` (the `Location` header) until `status` is `delivered` or `failed`; delivery normally takes under a second. Send an `Idempotency-Key` header to make retries safe.
+         *
+         *     Requires the `messages:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["sendMessage"];
         delete?: never;
@@ -35,6 +39,8 @@ export interface paths {
         /**
          * Get a message
          * @description The message as it is now: `queued`, then `delivered` (with `deliveredAt`) or `failed` (with `failureReason`). Another account's message answers 404, like an unknown id.
+         *
+         *     Requires the `messages:read` scope (or `messages:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getMessage"];
         put?: never;
@@ -55,7 +61,7 @@ export interface components {
              * @description Machine-readable error code, stable across releases.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "invalid_cursor" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "pet_has_open_order" | "precondition_failed" | "category_name_taken" | "category_in_use" | "invalid_webhook_url" | "webhook_endpoint_limit" | "webhook_endpoint_disabled" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "invalid_cursor" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "pet_has_open_order" | "precondition_failed" | "category_name_taken" | "category_in_use" | "invalid_webhook_url" | "webhook_endpoint_limit" | "webhook_endpoint_disabled" | "rate_limited" | "internal_error" | "service_unavailable";
             /** @description Human-readable description of what was wrong and how to fix it. */
             message: string;
             /** @description The HTTP status code of the response. */
@@ -181,8 +187,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -315,8 +339,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -502,8 +544,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

@@ -11,12 +11,16 @@ export interface paths {
         /**
          * List all animals
          * @description Returns a page of the account's animals in ascending `id` order, optionally filtered by `status` and `categoryId`. When more animals exist, the `Link` header carries `rel="next"`; follow it until it is absent. Pages are keyset-based: every animal that existed when paging started, and still matches the filters, is returned exactly once; one whose status or category changes during a filtered walk may be missed, never repeated.
+         *
+         *     Requires the `pets:read` scope (or `pets:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["listPets"];
         put?: never;
         /**
          * Add an animal
          * @description Adds an animal to the account. The response body includes the assigned `id`. A 201 is sent only once the animal is durably stored. Send an `Idempotency-Key` header to make retries safe.
+         *
+         *     Requires the `pets:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["createPet"];
         delete?: never;
@@ -36,6 +40,8 @@ export interface paths {
          * Get an animal (deprecated)
          * @deprecated
          * @description Deprecated: removed on 5 December 2030 (from then on it answers 410 `gone`). Use `GET /pets` with the `status` filter instead. Every response carries `Deprecation`, `Sunset` and `Link` headers. An animal of another account answers 404, like a missing one. The 200 carries the pet's `ETag`; with `If-None-Match` naming it, the answer is 304 without a body.
+         *
+         *     Requires the `pets:read` scope (or `pets:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getPet"];
         put?: never;
@@ -43,6 +49,8 @@ export interface paths {
         /**
          * Delete an animal
          * @description Deletes the animal: from then on it is 404 everywhere (get, lists, filters, new orders), a second DELETE answers 404, and its id is never given to another animal. Its delivered or cancelled orders stay readable with their `petId`. Refused with 409 `pet_has_open_order` while it has a `placed` order. Honours `If-Match`. Records `pet.deleted`. Experimental.
+         *
+         *     Requires the `pets:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         delete: operations["deletePet"];
         options?: never;
@@ -50,6 +58,8 @@ export interface paths {
         /**
          * Change an animal
          * @description Changes `name`, `categoryId` or `status` with a JSON Merge Patch (RFC 7396; `Content-Type: application/merge-patch+json` or `application/json`): fields not sent stay, `status: null` removes the status. While the animal has a `placed` order its status belongs to the order: changing it answers 409 `pet_has_open_order` (name and category may still change). A patch that changes nothing answers 200 with the animal unchanged and records no event. Send the `ETag` of your last read in `If-Match` so that a concurrent change is never overwritten. Records `pet.updated` (and `pet.status_changed` when the status changed). Experimental.
+         *
+         *     Requires the `pets:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         patch: operations["updatePet"];
         trace?: never;
@@ -64,6 +74,8 @@ export interface paths {
         /**
          * List categories
          * @description Returns a page of your categories in ascending `id` order, each with its exact `petCount`, paged like `GET /pets`. A category exists while one of your pets uses its id (`createPet` takes any `categoryId`, as before) or it has been named. Experimental.
+         *
+         *     Requires the `pets:read` scope (or `pets:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["listCategories"];
         put?: never;
@@ -84,17 +96,23 @@ export interface paths {
         /**
          * Get a category
          * @description The category with its name (if any) and exact `petCount`. A category exists while one of your pets uses its id (`createPet` takes any `categoryId`, as before) or it has been named. Experimental.
+         *
+         *     Requires the `pets:read` scope (or `pets:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getCategory"];
         /**
          * Name a category
          * @description Names or renames the category: 201 when it did not exist, 200 when it did. Names follow the pet-name rules and are unique in your account, compared case-insensitively (409 `category_name_taken`). Experimental.
+         *
+         *     Requires the `pets:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         put: operations["putCategory"];
         post?: never;
         /**
          * Delete a category
          * @description Deletes a category no pet uses (its name is forgotten); with pets in it, 409 `category_in_use`. Experimental.
+         *
+         *     Requires the `pets:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         delete: operations["deleteCategory"];
         options?: never;
@@ -112,6 +130,8 @@ export interface paths {
         /**
          * Count pets by status
          * @description How many of your pets are `available`, `pending`, `sold` and without a status, and in all: counters kept in the same transaction as every create, change, delete and order move, so the answer is exact on every instance and as fast with 100 000 pets as with 10. Experimental.
+         *
+         *     Requires the `pets:read` scope (or `pets:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getInventory"];
         put?: never;
@@ -132,12 +152,16 @@ export interface paths {
         /**
          * List orders
          * @description Returns a page of the account's orders in ascending `id` order, optionally filtered by `status`, paged like `GET /pets` (`Link: <…>; rel="next"`, signed cursor bound to your account and the filter). Lifecycle: `placeOrder` needs an `available` pet and makes it `pending` (order `placed`); `deliverOrder` makes the order `delivered` and the pet `sold`; `cancelOrder` makes it `cancelled` and the pet `available` again. The order and its pet always change together. Experimental: this may still change.
+         *
+         *     Requires the `orders:read` scope (or `orders:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["listOrders"];
         put?: never;
         /**
          * Place an order for a pet
          * @description Orders one of your pets. The pet must be `available`; in the same transaction it becomes `pending`. Of concurrent orders for one pet exactly one succeeds; the others get 409 `pet_not_available`. The 201 is sent once the order is durably stored. Send an `Idempotency-Key` header to make retries safe. Lifecycle: `placeOrder` needs an `available` pet and makes it `pending` (order `placed`); `deliverOrder` makes the order `delivered` and the pet `sold`; `cancelOrder` makes it `cancelled` and the pet `available` again. The order and its pet always change together. Experimental: this may still change.
+         *
+         *     Requires the `orders:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["placeOrder"];
         delete?: never;
@@ -156,6 +180,8 @@ export interface paths {
         /**
          * Get an order
          * @description The order as it is now. An order of another account answers 404, like a missing one.
+         *
+         *     Requires the `orders:read` scope (or `orders:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getOrder"];
         put?: never;
@@ -178,6 +204,8 @@ export interface paths {
         /**
          * Deliver an order
          * @description Marks a `placed` order `delivered` and its pet `sold`, together. Only a `placed` order can move. Asking again once it is done answers 200 with the order unchanged (safe to retry); any other move answers 409 `invalid_transition`, naming the current status. No body is needed; if one is sent it must be `{}`.
+         *
+         *     Requires the `orders:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["deliverOrder"];
         delete?: never;
@@ -198,6 +226,8 @@ export interface paths {
         /**
          * Cancel an order
          * @description Marks a `placed` order `cancelled` and its pet `available` again, together. Only a `placed` order can move. Asking again once it is done answers 200 with the order unchanged (safe to retry); any other move answers 409 `invalid_transition`, naming the current status. No body is needed; if one is sent it must be `{}`.
+         *
+         *     Requires the `orders:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["cancelOrder"];
         delete?: never;
@@ -216,6 +246,8 @@ export interface paths {
         /**
          * List events
          * @description Your account's events, **oldest first** (ascending `sequence`), kept for 30 days. Filter by `type` (one kind or a comma-separated list). To catch up after an outage, pass the last `sequence` you processed as `after`; then follow `Link: <…>; rel="next"` (a signed cursor bound to your account and the `type` filter) until it is absent. Every change writes its event in the same transaction, so the log has exactly the changes that happened. Experimental: this may still change.
+         *
+         *     Requires the `events:read` scope (or `events:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["listEvents"];
         put?: never;
@@ -236,6 +268,8 @@ export interface paths {
         /**
          * Get an event
          * @description One event, exactly as deliveries send it. Another account's event answers 404, like an unknown or pruned one. Experimental.
+         *
+         *     Requires the `events:read` scope (or `events:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getEvent"];
         put?: never;
@@ -256,12 +290,16 @@ export interface paths {
         /**
          * List webhook endpoints
          * @description Your endpoints, oldest first, paged like `GET /pets`. Secrets are never listed. Experimental.
+         *
+         *     Requires the `webhooks:read` scope (or `webhooks:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["listWebhookEndpoints"];
         put?: never;
         /**
          * Register a webhook endpoint
          * @description Registers a URL to receive events. The answer holds the signing `secret`, **shown only now**. `eventTypes` absent: every kind, including kinds added later. At most 16 endpoints per account. Each event is POSTed to every enabled endpoint whose `eventTypes` include its kind, signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`), retried on failure for about three days; see /docs/webhooks. Experimental.
+         *
+         *     Requires the `webhooks:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -280,6 +318,8 @@ export interface paths {
         /**
          * Get a webhook endpoint
          * @description The endpoint as it is now (without its secret). Experimental.
+         *
+         *     Requires the `webhooks:read` scope (or `webhooks:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getWebhookEndpoint"];
         put?: never;
@@ -287,6 +327,8 @@ export interface paths {
         /**
          * Delete a webhook endpoint
          * @description Deletes the endpoint with its deliveries; nothing more is sent to it, including pending retries. Experimental.
+         *
+         *     Requires the `webhooks:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         delete: operations["deleteWebhookEndpoint"];
         options?: never;
@@ -294,6 +336,8 @@ export interface paths {
         /**
          * Change a webhook endpoint
          * @description Changes `url`, `eventTypes` (`null`: every kind), `description` (`null` removes it) or `disabled`; fields not sent stay as they are. Disabling stops deliveries: events meanwhile are not delivered to it, and its pending deliveries fail. Enabling clears a `disabledReason` the service set. Experimental.
+         *
+         *     Requires the `webhooks:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -310,6 +354,8 @@ export interface paths {
         /**
          * Rotate a webhook endpoint's secret
          * @description Makes a new signing secret, **shown only now**. Until `previousSecretExpiresAt` (24 hours by default) each delivery carries two signatures, one per secret, so receivers can switch at their pace; then only the new one. Rotating again within that time drops the oldest secret at once. No body is needed; if one is sent it must be `{}`. Experimental.
+         *
+         *     Requires the `webhooks:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["rotateWebhookEndpointSecret"];
         delete?: never;
@@ -328,6 +374,8 @@ export interface paths {
         /**
          * List an endpoint's deliveries
          * @description One delivery per event sent (or to be sent) to this endpoint, oldest event first, optionally by `status`, paged like `GET /pets`. The receivers' response bodies are never stored or shown. Experimental.
+         *
+         *     Requires the `webhooks:read` scope (or `webhooks:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -350,8 +398,110 @@ export interface paths {
         /**
          * Retry a delivery now
          * @description Queues the delivery for an attempt now. A pending one has its next attempt brought forward (the schedule goes on after it); a succeeded or failed one gets one more attempt, outside the schedule. The endpoint must be enabled. No body is needed; if one is sent it must be `{}`. Experimental.
+         *
+         *     Requires the `webhooks:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List API keys
+         * @description Your account's keys, revoked and expired ones too, oldest first, paged like `GET /pets`. Metadata only: never a secret or its hash. See /docs/keys for scopes, expiry, rolling without downtime and the key format. Experimental.
+         *
+         *     Requires the `keys:read` scope (or `keys:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description Makes a key in your account and the calling key's environment (a staging key makes staging keys). The answer holds the secret `key`, **shown only now**. `scopes` absent: full access. No escalation: a restricted key can only create keys whose scopes are within its own, and never a full-access key. `expiresAt` must be in the future and at most a year away; a key never outlives the key that made it: a later (or absent) `expiresAt` is **capped** at the calling key's expiry. See /docs/keys for scopes, expiry, rolling without downtime and the key format. Experimental.
+         *
+         *     Requires the `keys:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api-keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an API key
+         * @description The key's metadata: name, scopes, expiry, last use (to within a minute), revocation. Never its secret. See /docs/keys for scopes, expiry, rolling without downtime and the key format. Experimental.
+         *
+         *     Requires the `keys:read` scope (or `keys:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
+         */
+        get: operations["getApiKey"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description Revokes the key: refused on every instance within a second. A key may revoke itself, and the last full-access key of the account may be revoked (`petstore keys create` can always make another). Revoking again changes nothing. See /docs/keys for scopes, expiry, rolling without downtime and the key format. Experimental.
+         *
+         *     Requires the `keys:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
+         */
+        delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api-keys/{keyId}/roll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll an API key
+         * @description Makes a new key with the same name, scopes, environment and expiry (capped at the calling key's), its secret **shown only now**, and sets the old key to expire after `expiresInSeconds` (default 86400, 0: at once, at most 604800), on every instance; it never lives longer than it would have. Deploy the new key meanwhile. A restricted key can only roll keys whose scopes are within its own. See /docs/keys for scopes, expiry, rolling without downtime and the key format. Experimental.
+         *
+         *     Requires the `keys:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
+         */
+        post: operations["rollApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the audit log
+         * @description One entry per security-relevant change in your account, **oldest first**: keys created, rolled, revoked, an expired key's use refused (at most once an hour per key), webhook endpoints created, updated, deleted, their secret rotated. Each is written in the same transaction as its change and never edited; a refused request (400, 403, 404…) writes none. Kept 366 days. Pass the last `sequence` you read as `after`, then follow `Link: <…>; rel="next"`. Experimental.
+         *
+         *     Requires the `keys:read` scope (or `keys:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -455,7 +605,7 @@ export interface components {
              * @description Machine-readable error code, stable across releases.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "invalid_cursor" | "unauthorized" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "pet_has_open_order" | "precondition_failed" | "category_name_taken" | "category_in_use" | "invalid_webhook_url" | "webhook_endpoint_limit" | "webhook_endpoint_disabled" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "invalid_cursor" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "pet_has_open_order" | "precondition_failed" | "category_name_taken" | "category_in_use" | "invalid_webhook_url" | "webhook_endpoint_limit" | "webhook_endpoint_disabled" | "rate_limited" | "internal_error" | "service_unavailable";
             /** @description Human-readable description of what was wrong and how to fix it. */
             message: string;
             /** @description The HTTP status code of the response. */
@@ -871,6 +1021,138 @@ export interface components {
         };
         /** @description A page of deliveries, oldest event first. */
         WebhookDeliveries: components["schemas"]["WebhookDelivery"][];
+        /**
+         * @description What a restricted key may do: `<resource>:read` or `<resource>:write` (which implies `<resource>:read`). Categories and the inventory are under `pets:`.
+         * @enum {string}
+         */
+        Scope: "pets:read" | "pets:write" | "orders:read" | "orders:write" | "events:read" | "webhooks:read" | "webhooks:write" | "messages:read" | "messages:write" | "keys:read" | "keys:write";
+        /** @description An API key's metadata. The secret is never shown again after creation, and its hash never. */
+        ApiKey: {
+            /**
+             * @description The key's id (`key_…`); not a secret.
+             * @example key_4Hc9xQ2mLp7Rt0Ab
+             */
+            id: string;
+            /** @description The label given at creation; `null` when none. */
+            name: string | null;
+            /** @description The scopes the key is restricted to; `null`: full access. */
+            scopes: components["schemas"]["Scope"][] | null;
+            /**
+             * @description Where the key works: `production` (`psk_live_…`) or `staging` (`psk_test_…`).
+             * @enum {string}
+             */
+            environment: "production" | "staging";
+            /**
+             * @description The key's prefix and last four characters, to tell keys apart.
+             * @example psk_live_…x9Qa
+             */
+            hint: string;
+            /**
+             * Format: date-time
+             * @description When the key was created. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+            /** @description When the key stops (or stopped) working; `null`: never. */
+            expiresAt: string | (never | null);
+            /** @description When the key last authenticated a request, to within a minute; `null`: never. */
+            lastUsedAt: string | (never | null);
+            /** @description When the key was revoked; `null`: it is not. */
+            revokedAt: string | (never | null);
+        };
+        /** @description A new API key with its secret, shown only this once. */
+        CreatedApiKey: {
+            /**
+             * @description The key's id (`key_…`); not a secret.
+             * @example key_4Hc9xQ2mLp7Rt0Ab
+             */
+            id: string;
+            /** @description The label given at creation; `null` when none. */
+            name: string | null;
+            /** @description The scopes the key is restricted to; `null`: full access. */
+            scopes: components["schemas"]["Scope"][] | null;
+            /**
+             * @description Where the key works: `production` (`psk_live_…`) or `staging` (`psk_test_…`).
+             * @enum {string}
+             */
+            environment: "production" | "staging";
+            /**
+             * @description The key's prefix and last four characters, to tell keys apart.
+             * @example psk_live_…x9Qa
+             */
+            hint: string;
+            /**
+             * Format: date-time
+             * @description When the key was created. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+            /** @description When the key stops (or stopped) working; `null`: never. */
+            expiresAt: string | (never | null);
+            /** @description When the key last authenticated a request, to within a minute; `null`: never. */
+            lastUsedAt: string | (never | null);
+            /** @description When the key was revoked; `null`: it is not. */
+            revokedAt: string | (never | null);
+            /**
+             * @description The secret: `Authorization: Bearer <key>`. **Shown only in this answer.**
+             * @example psk_live_…
+             */
+            key: string;
+        };
+        /** @description A page of API keys, oldest first. */
+        ApiKeys: components["schemas"]["ApiKey"][];
+        /** @description One security-relevant change, written in the same transaction as the change; never edited. */
+        AuditEntry: {
+            /**
+             * @description The entry's id (`aud_…`).
+             * @example aud_3kQ9xP2mLr7Tt0Ab5Cd8Ef1G
+             */
+            id: string;
+            /**
+             * Format: int64
+             * @description Position in your account's log: 1, 2, 3, … without gaps. Pass the last one you read as `after`.
+             */
+            sequence: number;
+            /**
+             * @description What happened: a key created, rolled (the target is the old key, `newKeyId` the new one), revoked, or an expired key's use refused (at most once an hour per key); a webhook endpoint created, updated, deleted, or its secret rotated.
+             * @enum {string}
+             */
+            action: "api_key.created" | "api_key.rolled" | "api_key.revoked" | "api_key.expired_use_refused" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated";
+            /** @description Who made the change. */
+            actor: {
+                /**
+                 * @description `api_key`: a request with a key; `cli`: the operator's `petstore` command.
+                 * @enum {string}
+                 */
+                type: "api_key" | "cli";
+                /** @description The key that made the request (with `api_key`). */
+                keyId?: string;
+            };
+            /** @description What was changed. */
+            target: {
+                /**
+                 * @description The kind of thing changed.
+                 * @enum {string}
+                 */
+                type: "api_key" | "webhook_endpoint";
+                /** @description Its id. */
+                id: string;
+            };
+            /** @description With `api_key.rolled`: the new key. */
+            newKeyId?: string;
+            /** @description The request's `X-Request-Id`; `null` from the CLI. */
+            requestId: string | null;
+            /** @description The address the request came from (as the server saw it, behind a trusted proxy the client's); `null` from the CLI. */
+            clientAddress: string | null;
+            /**
+             * Format: date-time
+             * @description When the change was committed. RFC 3339, UTC, millisecond precision.
+             * @example 2026-11-23T10:15:30.000Z
+             */
+            createdAt: string;
+        };
+        /** @description A page of audit entries, oldest first. */
+        AuditEntries: components["schemas"]["AuditEntry"][];
     };
     responses: never;
     parameters: never;
@@ -936,8 +1218,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1062,8 +1362,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1318,8 +1636,36 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description RFC 9745: when the operation was deprecated, as `@<unix seconds>`. */
+                    Deprecation?: string;
+                    /** @description RFC 8594: removal date, `Thu, 05 Dec 2030 00:00:00 GMT`. From then on: 410. */
+                    Sunset?: string;
+                    /** @description The successor (`</v1/pets>; rel="successor-version"`) and the deprecation notice (`rel="deprecation"`). */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1521,8 +1867,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1711,8 +2075,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1913,8 +2295,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2041,8 +2441,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2199,8 +2617,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2365,8 +2801,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2527,8 +2981,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2650,8 +3122,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2776,8 +3266,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2979,8 +3487,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3125,8 +3651,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3311,8 +3855,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3533,8 +4095,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3674,8 +4254,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3816,8 +4414,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3937,8 +4553,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4102,8 +4736,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4245,8 +4897,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4387,8 +5057,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4550,8 +5238,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4716,8 +5422,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4861,8 +5585,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "unauthorized",
-                     *       "message": "The API key is missing, malformed, unknown, revoked, or for another environment.",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4923,6 +5665,983 @@ export interface operations {
                      *       "code": "payload_too_large",
                      *       "message": "The request body is larger than the limit.",
                      *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of keys to return. */
+                limit?: number;
+                /** @description Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of keys (a bare JSON array). */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description RFC 8288 link to the next page: `</v1/api-keys?limit=20&cursor=…>; rel="next"` (root-relative; keeps `limit` and `status`). Absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeys"];
+                };
+            };
+            /** @description A query parameter is invalid (`invalid_request`) or the cursor is malformed or tampered with (`invalid_cursor`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A key to create. Every field is optional: `{}` (or no body) makes a full-access key that never expires, if the calling key is one. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description A label for people: 1 to 100 characters, no control characters.
+                     * @example CI deploys
+                     */
+                    name?: string;
+                    /** @description The scopes the key is restricted to; absent: full access. A restricted key can only create keys with a subset of its own scopes. */
+                    scopes?: components["schemas"]["Scope"][];
+                    /**
+                     * Format: date-time
+                     * @description When the key stops working: in the future, at most one year from now; absent: never (unless the calling key expires: see the description). RFC 3339, UTC, millisecond precision.
+                     * @example 2026-11-23T10:15:30.000Z
+                     */
+                    expiresAt?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created. Store the `key` now: it is not shown again (roll the key to get a new secret). */
+            201: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The new key: `/v1/api-keys/{keyId}`. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            /** @description A field is invalid (an unknown or repeated scope, an empty list, a name too long or with control characters, `expiresAt` not an RFC 3339 time, in the past or more than a year away) or unknown (`invalid_request`); the body is not JSON (`invalid_json`) or not application/json (`invalid_content_type`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The calling key is restricted and asked for a scope it lacks, or for a full-access key (`insufficient_scope`); or the calling key lacks the operation's own scope (`insufficient_scope`). `WWW-Authenticate` names the scope. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than 64 KiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "payload_too_large",
+                     *       "message": "The request body is larger than the limit.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The key's id (`key_…`). */
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key. */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            /** @description The key id is empty, longer than 64 characters, or has characters other than letters, digits and `_` (`invalid_request`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid_request",
+                     *       "message": "The request has a missing, unknown or invalid parameter or body field.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key with this id in your account (`not_found`): another account's key id is not found either. */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The key's id (`key_…`). */
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The key id is empty, longer than 64 characters, or has characters other than letters, digits and `_` (`invalid_request`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid_request",
+                     *       "message": "The request has a missing, unknown or invalid parameter or body field.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key with this id in your account (`not_found`): another account's key id is not found either. */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rollApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The key's id (`key_…`). */
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        /** @description How long the old key overlaps with the new one. */
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How long the old key keeps working: seconds from now, 0 (at once) to 604800 (7 days); default 86400 (24 hours).
+                     * @default 86400
+                     */
+                    expiresInSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The new key. Store the `key` now: it is not shown again. */
+            201: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The new key: `/v1/api-keys/{keyId}`. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            /** @description The key id or `expiresInSeconds` is invalid, there are unknown fields, or the key is revoked or expired already (`invalid_request`); the body is not JSON (`invalid_json`) or not application/json (`invalid_content_type`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The calling key is restricted and the key to roll has a scope it lacks, or full access (`insufficient_scope`); or the calling key lacks the operation's own scope (`insufficient_scope`). `WWW-Authenticate` names the scope. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key with this id in your account (`not_found`): another account's key id is not found either. */
+            404: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "The resource or route does not exist (or belongs to another account).",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than 64 KiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "payload_too_large",
+                     *       "message": "The request body is larger than the limit.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "Too many requests for this API key; retry after the indicated delay.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error (`internal_error`). No internals are disclosed; quote X-Request-Id to support. */
+            500: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "internal_error",
+                     *       "message": "An unexpected error occurred on the server.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable (`service_unavailable`). Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "service_unavailable",
+                     *       "message": "A dependency (the database) is unavailable; retry after the indicated delay.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of entries to return. */
+                limit?: number;
+                /** @description Only entries with a greater `sequence`: the last one you read. Not together with `cursor`. */
+                after?: number;
+                /** @description Opaque cursor from the `Link: <…>; rel="next"` header of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries (a bare JSON array). */
+            200: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description RFC 8288 link to the next page: `</v1/audit-log?limit=20&cursor=…>; rel="next"` (root-relative; keeps `limit` and `status`). Absent on the last page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEntries"];
+                };
+            };
+            /** @description A query parameter is invalid (`limit` not 1–100, `after` not a non-negative integer, both `after` and `cursor`: `invalid_request`) or the cursor is malformed or tampered with (`invalid_cursor`). */
+            400: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is missing or invalid (`unauthorized`). Send `Authorization: Bearer <API_KEY>`. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge: `Bearer realm="petstore"`, plus `error="invalid_token"` when a key was sent but refused. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthorized",
+                     *       "message": "The API key is missing, malformed, unknown, revoked, expired, or for another environment.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is restricted and lacks the scope this operation needs (`insufficient_scope`); the message and `WWW-Authenticate` name it. */
+            403: {
+                headers: {
+                    /** @description RFC 6750 §3.1 challenge: `Bearer realm="petstore", error="insufficient_scope", scope="<the scope needed>"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "insufficient_scope",
+                     *       "message": "The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

@@ -1,8 +1,11 @@
 // Bearer authentication. Runs as an onRequest hook, so it precedes body parsing and
 // validation: an unauthenticated caller learns nothing about the request's shape.
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { InternalError, UnauthorizedError } from '../../errors.js';
+import { InsufficientScopeError, InternalError, UnauthorizedError } from '../../errors.js';
+import { SCOPES, type Scope } from '../../schemas/api-keys.js';
 import type { ApiKeyService, AuthContext } from '../../services/api-keys.js';
+import type { AuditContext } from '../../services/audit.js';
+import { FULL_ACCESS, SCOPE_BIT } from '../../services/scopes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -29,8 +32,34 @@ export function bearerToken(header: string | undefined): string {
   return token;
 }
 
+/** The route schema's extension naming the scope an operation needs (declared next to each route). */
+export const REQUIRED_SCOPE = 'x-required-scope';
+
+/** Spread into a route's schema: the scope its operation needs (the document states it, the auth hook enforces it). */
+export const requiresScope = (scope: Scope) => ({ [REQUIRED_SCOPE]: scope });
+
+/** The scope the matched route declares; undefined when it declares none (only full-access keys may call it). */
+function requiredScope(request: FastifyRequest): Scope | undefined {
+  return (request.routeOptions.schema as Record<string, Scope | undefined> | undefined)?.[REQUIRED_SCOPE];
+}
+
+/**
+ * Refuses a key without the scope the route needs: 403 insufficient_scope, before anything
+ * about the request (its body, the resource) is looked at, so it tells nothing about them.
+ */
+export function authorize(request: FastifyRequest, auth: AuthContext): void {
+  if (auth.grants === FULL_ACCESS) return;
+  const scope = requiredScope(request);
+  if (scope === undefined) {
+    if (request.routeOptions.url === undefined) return; // no route: the 404 tells nothing
+    throw new InsufficientScopeError(SCOPES.join(' '), 'This operation needs a full-access API key (one without scopes).');
+  }
+  if ((auth.grants & SCOPE_BIT[scope]) === 0) throw new InsufficientScopeError(scope);
+}
+
 // Callback style, not async: a key verified moments ago is answered from the cache with no
-// promise or microtask at all, which is most requests.
+// promise or microtask at all, which is most requests. Authentication (401) comes first, then
+// the scope (403).
 export function createAuthHook(apiKeys: ApiKeyService) {
   return function authenticate(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
     // Authenticated answers are per account: never cache them anywhere.
@@ -39,14 +68,32 @@ export function createAuthHook(apiKeys: ApiKeyService) {
     const cached = apiKeys.authenticateCached(token);
     if (cached) {
       request.auth = cached;
+      authorize(request, cached);
       done();
       return;
     }
-    apiKeys.verify(token).then((auth) => {
+    apiKeys.verify(token, { requestId: request.id, clientAddress: request.ip }).then((auth) => {
       request.auth = auth;
+      try {
+        authorize(request, auth);
+      } catch (error) {
+        done(error as Error);
+        return;
+      }
       done();
     }, done);
   };
+}
+
+/** Who the audit log names for a change this request makes: its key, request id and client address. */
+export function auditContextOf(request: FastifyRequest): AuditContext {
+  return { actor: { type: 'api_key', keyId: authOf(request).keyId }, requestId: request.id, clientAddress: request.ip };
+}
+
+/** The authenticated key; only valid on routes behind the auth hook. */
+export function authOf(request: FastifyRequest): AuthContext {
+  if (!request.auth) throw new InternalError();
+  return request.auth;
 }
 
 /** The authenticated account; only valid on routes behind the auth hook. */

@@ -8,6 +8,8 @@ import { createRequestLineWriter, writesAt } from '../../logger.js';
 import { eventSchemas } from '../../schemas/events.js';
 import { sharedSchemas } from '../../schemas/index.js';
 import { categorySchemas } from '../../schemas/categories.js';
+import { apiKeySchemas } from '../../schemas/api-keys.js';
+import { auditSchemas } from '../../schemas/audit.js';
 import { type App, definePlugin, PLUGIN } from '../plugin.js';
 import { createValidatorCompiler } from '../validation.js';
 import { registerErrorHandling } from './errors.js';
@@ -65,7 +67,7 @@ function registerRequestLog(app: App): void {
 }
 
 export const corePlugin = definePlugin<{ bodyLimit: number }>(PLUGIN.core, [], async (app, { bodyLimit }) => {
-  const schemas = [...sharedSchemas, ...categorySchemas, ...eventSchemas];
+  const schemas = [...sharedSchemas, ...categorySchemas, ...eventSchemas, ...apiKeySchemas, ...auditSchemas];
   for (const schema of schemas) app.addSchema(schema);
   app.setValidatorCompiler(createValidatorCompiler(schemas));
   registerErrorHandling(app, bodyLimit);

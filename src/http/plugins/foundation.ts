@@ -96,6 +96,11 @@ export const servicesPlugin = definePlugin<ServicesOptions>(PLUGIN.services, [PL
     ...(app.stores.eventsWritten ? { published: app.stores.eventsWritten } : {}),
   });
   app.decorate('services', services);
+  // The last minute's key uses are written before the store closes (it closes after the app).
+  app.addHook('onClose', async () => {
+    services.apiKeys.stopUsage();
+    await services.apiKeys.flushUsage();
+  });
 });
 
 /** Per-key token buckets: in memory, or shared through Redis (failing open while it is away). */

@@ -13,6 +13,23 @@ interface OpenApiShape {
   paths?: Record<string, Record<string, { requestBody?: { required?: boolean; content?: Record<string, { schema?: Record<string, unknown> }> } }>>;
 }
 
+/**
+ * Each operation's description ends with the scope it needs (its `x-required-scope`), so every
+ * reader of the document (the reference, generated clients' comments) sees it.
+ */
+function describeScopes<T extends OpenApiShape>(document: T): T {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations) as Array<{ description?: string; 'x-required-scope'?: string }>) {
+      const scope = operation['x-required-scope'];
+      if (scope === undefined) continue;
+      const base = scope.replace(/:(read|write)$/, '');
+      const also = scope.endsWith(':read') ? ` (or \`${base}:write\`)` : '';
+      operation.description = `${operation.description ?? ''}\n\nRequires the \`${scope}\` scope${also}, or a full-access key; a restricted key without it gets 403 \`insufficient_scope\`.`.trimStart();
+    }
+  }
+  return document;
+}
+
 /** @fastify/swagger marks every request body required; bodies our validator lets clients leave out (OPTIONAL_BODY) are not. */
 function markOptionalBodies<T extends OpenApiShape>(document: T): T {
   for (const operations of Object.values(document.paths ?? {})) {
@@ -30,6 +47,11 @@ const DESCRIPTION = `Pet store inventory over HTTP with JSON bodies.
 
 **Authentication**: every operation needs \`Authorization: Bearer <API_KEY>\`. Production keys start with \`psk_live_\`,
 staging keys with \`psk_test_\`; a key only works in its own environment.
+
+**Scopes**: a key is full access, or restricted to scopes (\`pets:read\`, \`pets:write\`, \`orders:read\`, …; \`…:write\`
+implies \`…:read\`). Each operation names the scope it needs (\`x-required-scope\`); without it a restricted key gets 403
+\`insufficient_scope\` with \`WWW-Authenticate: Bearer realm="petstore", error="insufficient_scope", scope="…"\`. Keys can
+expire; an expired key gets 401. See /docs/keys.
 
 **Errors**: every non-2xx response is an \`Error\` object \`{code, message, status}\`; \`code\` values are listed on the
 \`Error\` schema and are stable.
@@ -96,7 +118,7 @@ export async function registerOpenApiDocument(app: FastifyInstance, spec: Docume
     // Always an OpenAPI 3 document here (openapi: '3.0.3' above).
     transformObject: (document) =>
       ('openapiObject' in document
-        ? withUsedComponents(markOptionalBodies({ ...(document.openapiObject as OpenApiShape), ...spec.extensions }))
+        ? withUsedComponents(describeScopes(markOptionalBodies({ ...(document.openapiObject as OpenApiShape), ...spec.extensions })))
         : document.swaggerObject) as Record<string, unknown>,
   });
 

@@ -10,6 +10,7 @@ export const PAGES = [
   { href: DOCS_PATH, label: 'Reference' },
   { href: `${DOCS_PATH}/quickstart`, label: 'Quickstart' },
   { href: `${DOCS_PATH}/webhooks`, label: 'Webhooks' },
+  { href: `${DOCS_PATH}/keys`, label: 'Keys' },
   { href: `${DOCS_PATH}/errors`, label: 'Errors' },
   { href: `${DOCS_PATH}/deprecations`, label: 'Deprecations' },
 ] as const;

@@ -16,6 +16,7 @@ import { deprecationsList } from './deprecations-page.js';
 import { errorsTable } from './errors-page.js';
 import { ASSETS_PREFIX, DOCS_PATH, renderPage } from './layout.js';
 import { webhooksMain } from './webhooks-page.js';
+import { keysMain } from './keys-page.js';
 import { escapeHtml, markdown } from './markdown.js';
 import type { OpenApiDocument } from './document.js';
 
@@ -157,6 +158,9 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, 
   const webhooks = memo(() =>
     renderPage({ title: 'Events and webhooks', path: `${DOCS_PATH}/webhooks`, main: webhooksMain(readPage('webhooks.md')), mainClass: 'guide' }),
   );
+  const keys = memo(() =>
+    renderPage({ title: 'API keys', path: `${DOCS_PATH}/keys`, main: keysMain(readPage('keys.md'), openApiDocuments()), mainClass: 'guide' }),
+  );
   const errors = memo(() =>
     renderPage({
       title: 'Errors',
@@ -169,5 +173,6 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, 
   app.get(DOCS_PATH, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, reference()));
   app.get(`${DOCS_PATH}/quickstart`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, quickstart()));
   app.get(`${DOCS_PATH}/webhooks`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, webhooks()));
+  app.get(`${DOCS_PATH}/keys`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, keys()));
   app.get(`${DOCS_PATH}/errors`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, errors()));
 };

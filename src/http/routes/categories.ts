@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Categories, Category, CategoryIdParams, CategoryName, Inventory, ListCategoriesQuery } from '../../schemas/categories.js';
 import { PAGE_LIMIT_DEFAULT, ref } from '../../schemas/index.js';
 import type { Services } from '../../services/index.js';
-import { accountId } from '../plugins/auth.js';
+import { accountId, requiresScope } from '../plugins/auth.js';
 import { commonErrors, errorResponse, nextPageLink, noContent, pageLinkHeaders, rateLimitHeaders, stability, success } from '../responses.js';
 
 type App = Parameters<FastifyPluginAsyncTypebox>[0];
@@ -30,6 +30,7 @@ function listCategories(app: App, categories: CategoryService): void {
     {
       schema: {
         operationId: 'listCategories',
+        ...requiresScope('pets:read'),
         tags: ['animals'],
         summary: 'List categories',
         description: `Returns a page of your categories in ascending \`id\` order, each with its exact \`petCount\`, paged like \`GET /pets\`. ${EXISTS} Experimental.`,
@@ -57,6 +58,7 @@ function getCategory(app: App, categories: CategoryService): void {
     {
       schema: {
         operationId: 'getCategory',
+        ...requiresScope('pets:read'),
         tags: ['animals'],
         summary: 'Get a category',
         description: `The category with its name (if any) and exact \`petCount\`. ${EXISTS} Experimental.`,
@@ -75,6 +77,7 @@ function putCategory(app: App, categories: CategoryService): void {
     {
       schema: {
         operationId: 'putCategory',
+        ...requiresScope('pets:write'),
         tags: ['animals'],
         summary: 'Name a category',
         description:
@@ -109,6 +112,7 @@ function deleteCategory(app: App, categories: CategoryService): void {
     {
       schema: {
         operationId: 'deleteCategory',
+        ...requiresScope('pets:write'),
         tags: ['animals'],
         summary: 'Delete a category',
         description: 'Deletes a category no pet uses (its name is forgotten); with pets in it, 409 `category_in_use`. Experimental.',
@@ -136,6 +140,7 @@ function getInventory(app: App, services: Services): void {
     {
       schema: {
         operationId: 'getInventory',
+        ...requiresScope('pets:read'),
         tags: ['animals'],
         summary: 'Count pets by status',
         description:

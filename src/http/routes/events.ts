@@ -5,7 +5,7 @@ import type { FastifyReply } from 'fastify';
 import { PAGE_LIMIT_DEFAULT, ref } from '../../schemas/index.js';
 import { Event, EventIdParams, Events, ListEventsQuery } from '../../schemas/events.js';
 import type { Services } from '../../services/index.js';
-import { accountId } from '../plugins/auth.js';
+import { accountId, requiresScope } from '../plugins/auth.js';
 import { commonErrors, errorResponse, nextPageLink, pageLinkHeaders, rateLimitHeaders, stability, success } from '../responses.js';
 
 const EVENTS_PATH = '/v1/events';
@@ -36,6 +36,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     {
       schema: {
         operationId: 'listEvents',
+        ...requiresScope('events:read'),
         tags: ['animals'],
         summary: 'List events',
         description:
@@ -71,6 +72,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     {
       schema: {
         operationId: 'getEvent',
+        ...requiresScope('events:read'),
         tags: ['animals'],
         summary: 'Get an event',
         description: 'One event, exactly as deliveries send it. Another account\'s event answers 404, like an unknown or pruned one. Experimental.',

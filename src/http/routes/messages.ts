@@ -4,7 +4,7 @@ import { idempotencyKeyValue, PAGE_LIMIT_DEFAULT, ref } from '../../schemas/inde
 import { ListMessagesQuery, Message, MessageIdParams, Messages, NewMessage, SendMessageHeaders } from '../../schemas/messages.js';
 import type { Services } from '../../services/index.js';
 import type { StoredMessage } from '../../store/types.js';
-import { accountId } from '../plugins/auth.js';
+import { accountId, requiresScope } from '../plugins/auth.js';
 import { commonErrors, errorResponse, idempotentReplayedHeader, nextPageLink, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, success } from '../responses.js';
 
 export const EXAMPLE_BASE_PATH = '/example/v1';
@@ -27,6 +27,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     {
       schema: {
         operationId: 'sendMessage',
+        ...requiresScope('messages:write'),
         tags: ['messages'],
         summary: 'Send a message',
         description:
@@ -79,6 +80,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     {
       schema: {
         operationId: 'getMessage',
+        ...requiresScope('messages:read'),
         tags: ['messages'],
         summary: 'Get a message',
         description: 'The message as it is now: `queued`, then `delivered` (with `deliveredAt`) or `failed` (with `failureReason`). Another account\'s message answers 404, like an unknown id.',
@@ -103,6 +105,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     {
       schema: {
         operationId: 'listMessages',
+        ...requiresScope('messages:read'),
         tags: ['messages'],
         summary: 'List messages',
         description: 'The account\'s messages, oldest first, optionally by `status`, paged like the Petstore\'s `GET /pets` (`Link: <…>; rel="next"`, signed cursor).',

@@ -15,7 +15,7 @@ import {
 } from '../../schemas/index.js';
 import type { Services } from '../../services/index.js';
 import type { OrderAction } from '../../services/orders.js';
-import { accountId } from '../plugins/auth.js';
+import { accountId, requiresScope } from '../plugins/auth.js';
 import { commonErrors, errorResponse, idempotentReplayedHeader, hideTryItPanel, nextPageLink, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, stability, success } from '../responses.js';
 
 const ORDERS_PATH = '/v1/store/orders';
@@ -47,6 +47,7 @@ function listOrders(app: App, orders: OrderService): void {
     {
       schema: {
         operationId: 'listOrders',
+        ...requiresScope('orders:read'),
         tags: ['animals'],
         summary: 'List orders',
         description:
@@ -80,6 +81,7 @@ function placeOrder(app: App, orders: OrderService): void {
     {
       schema: {
         operationId: 'placeOrder',
+        ...requiresScope('orders:write'),
         tags: ['animals'],
         summary: 'Place an order for a pet',
         description:
@@ -131,6 +133,7 @@ function getOrder(app: App, orders: OrderService): void {
     {
       schema: {
         operationId: 'getOrder',
+        ...requiresScope('orders:read'),
         tags: ['animals'],
         summary: 'Get an order',
         description: 'The order as it is now. An order of another account answers 404, like a missing one.',
@@ -155,6 +158,7 @@ function transition(app: App, orders: OrderService, action: OrderAction, operati
     {
       schema: {
         operationId,
+        ...requiresScope('orders:write'),
         tags: ['animals'],
         summary,
         description:

@@ -6,7 +6,7 @@ import { Pet, PetIdParams, ref } from '../../schemas/index.js';
 import type { Services } from '../../services/index.js';
 import { petEtag } from '../../services/pet-changes.js';
 import { etagHeader, ifMatchDescription, ifMatchOf } from '../conditional.js';
-import { accountId } from '../plugins/auth.js';
+import { accountId, requiresScope } from '../plugins/auth.js';
 import { commonErrors, errorResponse, noContent, rateLimitHeaders, stability, success } from '../responses.js';
 
 type App = Parameters<FastifyPluginAsyncTypebox>[0];
@@ -28,6 +28,7 @@ function updatePet(app: App, petChanges: PetChangeService): void {
     {
       schema: {
         operationId: 'updatePet',
+        ...requiresScope('pets:write'),
         tags: ['animals'],
         summary: 'Change an animal',
         description:
@@ -68,6 +69,7 @@ function deletePet(app: App, petChanges: PetChangeService): void {
     {
       schema: {
         operationId: 'deletePet',
+        ...requiresScope('pets:write'),
         tags: ['animals'],
         summary: 'Delete an animal',
         description:

@@ -20,7 +20,7 @@ import type { PetPage } from '../../services/pets.js';
 import { GET_PET_SUNSET_AT, getPetDeprecationExtensions, getPetDeprecationHeaders } from '../deprecation.js';
 import { petEtag } from '../../services/pet-changes.js';
 import { etagHeader, noneMatchFails } from '../conditional.js';
-import { accountId } from '../plugins/auth.js';
+import { accountId, requiresScope } from '../plugins/auth.js';
 import type { Metrics } from '../plugins/metrics.js';
 import { commonErrors, errorResponse, idempotentReplayedHeader, noContent, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, success } from '../responses.js';
 
@@ -102,6 +102,7 @@ function listPets(app: App, services: Services, { pages: pageWire }: PetWire): v
     {
       schema: {
         operationId: 'listPets',
+        ...requiresScope('pets:read'),
         tags: ['animals'],
         summary: 'List all animals',
         description:
@@ -141,6 +142,7 @@ function createPet(app: App, services: Services): void {
     {
       schema: {
         operationId: 'createPet',
+        ...requiresScope('pets:write'),
         tags: ['animals'],
         summary: 'Add an animal',
         description:
@@ -193,6 +195,7 @@ function getPet(app: App, services: Services, clock: Clock, { pets: petWire, dep
       },
       schema: {
         operationId: 'getPet',
+        ...requiresScope('pets:read'),
         tags: ['animals'],
         summary: 'Get an animal (deprecated)',
         description:

@@ -13,6 +13,8 @@ import { webhookRoutes } from './webhooks.js';
 import { type PetWire, petRoutes } from './pets.js';
 import { petChangeRoutes } from './pet-changes.js';
 import { categoryRoutes } from './categories.js';
+import { apiKeyRoutes } from './api-keys.js';
+import { auditLogRoutes } from './audit-log.js';
 
 export interface V1Options {
   services: Services;
@@ -31,4 +33,6 @@ export const v1Routes: FastifyPluginAsyncTypebox<V1Options> = async (app, { serv
   await app.register(orderRoutes, { services });
   await app.register(eventRoutes, { services });
   await app.register(webhookRoutes, { services });
+  await app.register(apiKeyRoutes, { services });
+  await app.register(auditLogRoutes, { services });
 };

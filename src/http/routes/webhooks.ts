@@ -17,7 +17,7 @@ import {
   WebhookEndpointUpdate,
 } from '../../schemas/events.js';
 import type { Services } from '../../services/index.js';
-import { accountId } from '../plugins/auth.js';
+import { accountId, auditContextOf, requiresScope } from '../plugins/auth.js';
 import { commonErrors, errorResponse, nextPageLink, noContent, pageLinkHeaders, rateLimitHeaders, stability, success } from '../responses.js';
 
 const ENDPOINTS_PATH = '/v1/webhook-endpoints';
@@ -105,6 +105,7 @@ function createWebhookEndpoint(app: App, webhooks: WebhookService): void {
     {
       schema: {
         operationId: 'createWebhookEndpoint',
+        ...requiresScope('webhooks:write'),
         tags: ['animals'],
         summary: 'Register a webhook endpoint',
         description:
@@ -125,7 +126,7 @@ function createWebhookEndpoint(app: App, webhooks: WebhookService): void {
       },
     },
     async (request, reply) => {
-      const created = await webhooks.create(accountId(request), request.body);
+      const created = await webhooks.create(accountId(request), request.body, auditContextOf(request));
       return reply.status(201).header('location', `${ENDPOINTS_PATH}/${created.id}`).send(created);
     },
   );
@@ -137,6 +138,7 @@ function listWebhookEndpoints(app: App, webhooks: WebhookService): void {
     {
       schema: {
         operationId: 'listWebhookEndpoints',
+        ...requiresScope('webhooks:read'),
         tags: ['animals'],
         summary: 'List webhook endpoints',
         description: 'Your endpoints, oldest first, paged like `GET /pets`. Secrets are never listed. Experimental.',
@@ -164,6 +166,7 @@ function getWebhookEndpoint(app: App, webhooks: WebhookService): void {
     {
       schema: {
         operationId: 'getWebhookEndpoint',
+        ...requiresScope('webhooks:read'),
         tags: ['animals'],
         summary: 'Get a webhook endpoint',
         description: 'The endpoint as it is now (without its secret). Experimental.',
@@ -182,6 +185,7 @@ function updateWebhookEndpoint(app: App, webhooks: WebhookService): void {
     {
       schema: {
         operationId: 'updateWebhookEndpoint',
+        ...requiresScope('webhooks:write'),
         tags: ['animals'],
         summary: 'Change a webhook endpoint',
         description:
@@ -200,7 +204,7 @@ function updateWebhookEndpoint(app: App, webhooks: WebhookService): void {
         },
       },
     },
-    async (request) => webhooks.update(accountId(request), request.params.endpointId, request.body),
+    async (request) => webhooks.update(accountId(request), request.params.endpointId, request.body, auditContextOf(request)),
   );
 }
 
@@ -210,6 +214,7 @@ function deleteWebhookEndpoint(app: App, webhooks: WebhookService): void {
     {
       schema: {
         operationId: 'deleteWebhookEndpoint',
+        ...requiresScope('webhooks:write'),
         tags: ['animals'],
         summary: 'Delete a webhook endpoint',
         description: 'Deletes the endpoint with its deliveries; nothing more is sent to it, including pending retries. Experimental.',
@@ -224,7 +229,7 @@ function deleteWebhookEndpoint(app: App, webhooks: WebhookService): void {
       },
     },
     async (request, reply) => {
-      await webhooks.remove(accountId(request), request.params.endpointId);
+      await webhooks.remove(accountId(request), request.params.endpointId, auditContextOf(request));
       return reply.status(204).send();
     },
   );
@@ -236,6 +241,7 @@ function rotateWebhookEndpointSecret(app: App, webhooks: WebhookService): void {
     {
       schema: {
         operationId: 'rotateWebhookEndpointSecret',
+        ...requiresScope('webhooks:write'),
         tags: ['animals'],
         summary: 'Rotate a webhook endpoint\'s secret',
         description:
@@ -254,7 +260,7 @@ function rotateWebhookEndpointSecret(app: App, webhooks: WebhookService): void {
         },
       },
     },
-    async (request) => webhooks.rotateSecret(accountId(request), request.params.endpointId),
+    async (request) => webhooks.rotateSecret(accountId(request), request.params.endpointId, auditContextOf(request)),
   );
 }
 
@@ -264,6 +270,7 @@ function listWebhookDeliveries(app: App, webhooks: WebhookService): void {
     {
       schema: {
         operationId: 'listWebhookDeliveries',
+        ...requiresScope('webhooks:read'),
         tags: ['animals'],
         summary: 'List an endpoint\'s deliveries',
         description:
@@ -296,6 +303,7 @@ function retryWebhookDelivery(app: App, webhooks: WebhookService): void {
     {
       schema: {
         operationId: 'retryWebhookDelivery',
+        ...requiresScope('webhooks:write'),
         tags: ['animals'],
         summary: 'Retry a delivery now',
         description:

@@ -11,6 +11,8 @@ import { apiKeyChangeNotifications } from './007-api-key-change-notifications.js
 import { aCheaperEventLog } from './008-a-cheaper-event-log.js';
 import { eventRuns } from './009-event-runs.js';
 import { inventoryAndCategories } from './010-inventory-and-categories.js';
+import { apiKeyScopesAndExpiry } from './011-api-key-scopes-and-expiry.js';
+import { auditLog } from './012-audit-log.js';
 
 export type { Migration, MigrationBackend } from './migration.js';
 
@@ -25,4 +27,6 @@ export const migrations: readonly Migration[] = [
   aCheaperEventLog,
   eventRuns,
   inventoryAndCategories,
+  apiKeyScopesAndExpiry,
+  auditLog,
 ];

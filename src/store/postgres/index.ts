@@ -2,6 +2,7 @@
 import { postgresDialect } from '../core/dialect.js';
 import { createAccountRepository } from '../accounts.js';
 import { type ApiKeyWatch, createApiKeyRepository } from '../api-keys.js';
+import { createAuditLogRepository } from '../audit-log.js';
 import { createCategoryRepository } from '../categories.js';
 import { createIdempotencyRepository } from '../idempotency.js';
 import { createPetRepository } from '../pets.js';
@@ -36,7 +37,7 @@ export function createPostgresStore(url: string, options: PostgresOptions & { ev
     db,
     settings: createSettingsRepository(db, postgresDialect),
     accounts: createAccountRepository(db),
-    apiKeys: createApiKeyRepository(db, (onChange) => {
+    apiKeys: createApiKeyRepository(db, postgresDialect, (onChange) => {
       const watch = watchKeyChanges(url, { connectionTimeoutMillis: CONNECTION_TIMEOUT_MS }, onChange);
       watches.add(watch);
       return watch;
@@ -49,6 +50,7 @@ export function createPostgresStore(url: string, options: PostgresOptions & { ev
     messages: createPostgresMessages(db),
     jobs: createPostgresJobs(db),
     webhooks: createPostgresWebhooks(db),
+    auditLog: createAuditLogRepository(db),
 
     migrate: () => guard(() => migrate(createPostgresMigrationDialect(pool))),
 

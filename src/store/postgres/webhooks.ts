@@ -172,12 +172,12 @@ export function createPostgresWebhooks(db: SqlDatabase): WebhookRepository {
     endpoint: (accountId, id) => db.get<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND account_id = $2`, [id, accountId]),
     endpoints: (accountId, afterSeq, limit) =>
       db.all<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE account_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [accountId, afterSeq, limit]),
-    updateEndpoint(accountId, id, changes) {
+    updateEndpoint(tx, accountId, id, changes) {
       const { sets, values } = endpointUpdate(changes);
-      return db.get<EndpointRow>(`UPDATE webhook_endpoints SET ${sets} WHERE id = $1 AND account_id = $2 RETURNING ${ENDPOINT_COLUMNS}`, [id, accountId, ...values]);
+      return tx.get<EndpointRow>(`UPDATE webhook_endpoints SET ${sets} WHERE id = $1 AND account_id = $2 RETURNING ${ENDPOINT_COLUMNS}`, [id, accountId, ...values]);
     },
-    rotateSecret: (accountId, id, secret, previousExpiresAt) =>
-      db.get<EndpointRow>(
+    rotateSecret: (tx, accountId, id, secret, previousExpiresAt) =>
+      tx.get<EndpointRow>(
         `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = $1, secret = $2 WHERE id = $3 AND account_id = $4 RETURNING ${ENDPOINT_COLUMNS}`,
         [previousExpiresAt, secret, id, accountId],
       ),

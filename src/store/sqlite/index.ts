@@ -3,6 +3,7 @@ import type { Store } from '../types.js';
 import { sqliteDialect } from '../core/dialect.js';
 import { createAccountRepository } from '../accounts.js';
 import { createApiKeyRepository } from '../api-keys.js';
+import { createAuditLogRepository } from '../audit-log.js';
 import { createCategoryRepository } from '../categories.js';
 import { createIdempotencyRepository } from '../idempotency.js';
 import { createPetRepository } from '../pets.js';
@@ -42,7 +43,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     db,
     settings: createSettingsRepository(db, sqliteDialect),
     accounts: createAccountRepository(db),
-    apiKeys: createApiKeyRepository(db),
+    apiKeys: createApiKeyRepository(db, sqliteDialect),
     idempotency: createIdempotencyRepository(db, sqliteDialect),
     pets: cache ? withReadCache(pets, cache, () => void changes.counter()) : pets,
     events,
@@ -51,6 +52,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     messages: createSqliteMessages(db),
     jobs: createSqliteJobs(db),
     webhooks: createSqliteWebhooks(db),
+    auditLog: createAuditLogRepository(db),
     externalChangeCounter: () => changes.counter(),
 
     async migrate() {

@@ -166,12 +166,12 @@ export function createSqliteWebhooks(db: SqlDatabase): WebhookRepository {
     endpoint: (accountId, id) => db.get<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ? AND account_id = ?`, [id, accountId]),
     endpoints: (accountId, afterSeq, limit) =>
       db.all<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?`, [accountId, afterSeq, limit]),
-    updateEndpoint(accountId, id, changes) {
+    updateEndpoint(tx, accountId, id, changes) {
       const { sets, values } = endpointUpdate(changes);
-      return db.get<EndpointRow>(`UPDATE webhook_endpoints SET ${sets} WHERE id = ? AND account_id = ? RETURNING ${ENDPOINT_COLUMNS}`, [...values, id, accountId]);
+      return tx.get<EndpointRow>(`UPDATE webhook_endpoints SET ${sets} WHERE id = ? AND account_id = ? RETURNING ${ENDPOINT_COLUMNS}`, [...values, id, accountId]);
     },
-    rotateSecret: (accountId, id, secret, previousExpiresAt) =>
-      db.get<EndpointRow>(
+    rotateSecret: (tx, accountId, id, secret, previousExpiresAt) =>
+      tx.get<EndpointRow>(
         `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = ?, secret = ? WHERE id = ? AND account_id = ? RETURNING ${ENDPOINT_COLUMNS}`,
         [previousExpiresAt, secret, id, accountId],
       ),
