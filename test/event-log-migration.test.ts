@@ -71,7 +71,9 @@ describe('migrating the event log to sequence-keyed ids and fan-out cursors', { 
       await buildVersion6(backend, database.url);
       const store = await createStore(storeConfig(database.url, { pgPoolMax: 2, pgPipelineConnections: 0 }));
       t.after(() => store.close());
-      assert.deepEqual(await store.migrate(), backend.name === 'sqlite' ? [7, 8, 9, 10] : [8, 9, 10]);
+      // Every later migration (7 is a no-op only PostgreSQL records as applied from schema 6).
+      const later = migrations.map((m) => m.version).filter((v) => v >= (backend.name === 'sqlite' ? 7 : 8));
+      assert.deepEqual(await store.migrate(), later);
 
       // Old ids, found through the partial index; ids that are not there, of either form, are not.
       for (const [i, id] of OLD_IDS.entries()) assert.equal((await store.events.get(ACCOUNT, id))?.seq, i + 1, id);

@@ -37,7 +37,9 @@ const STATUSES: (string | null)[] = ['available', 'available', 'pending', 'sold'
 
 async function createAccount(cli: string[], env: NodeJS.ProcessEnv, name: string): Promise<Credentials> {
   const account = JSON.parse(await runNode([...cli, 'accounts', 'create', '--name', name, '--json'], env)) as { id: string };
-  const key = JSON.parse(await runNode([...cli, 'keys', 'create', '--account', account.id, '--json'], env)) as { key: string };
+  // PETSTORE_BENCH_KEY_SCOPES=pets:read,pets:write: restricted keys (their scope check measured too).
+  const scopes = process.env.PETSTORE_BENCH_KEY_SCOPES ? ['--scopes', process.env.PETSTORE_BENCH_KEY_SCOPES] : [];
+  const key = JSON.parse(await runNode([...cli, 'keys', 'create', '--account', account.id, ...scopes, '--json'], env)) as { key: string };
   return { name, accountId: account.id, key: key.key };
 }
 

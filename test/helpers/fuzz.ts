@@ -1040,8 +1040,9 @@ function record(ctx: FuzzContext, m: Materialized, res: WireResponse): void {
     ctx.pets[m.requester].set(pet.id, pet);
   }
   if (op?.id === 'deletePet' && res.status === 204) {
-    const id = Number(/^\/v1\/pets\/(\d+)/.exec(m.request.target)?.[1]);
-    ctx.pets[m.requester].delete(id);
+    // The server decodes the path: /v1/pets/%31 deletes pet 1.
+    const segment = /^\/v1\/pets\/([^/?]+)/.exec(m.request.target)?.[1] ?? '';
+    ctx.pets[m.requester].delete(Number(decodeURIComponent(segment)));
   }
 
   const link = res.headers.link;
