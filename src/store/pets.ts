@@ -124,11 +124,9 @@ export interface PetRepository {
   lock(tx: Sql, accountId: string, id: number): Promise<Pet | undefined>;
   /** The pet's status becomes `to` if it is `from`: the pet after the change, or undefined. */
   setStatus(tx: Sql, accountId: string, id: number, from: PetStatus, to: PetStatus): Promise<Pet | undefined>;
-  /** Writes `after` over the locked pet `before` (same id), with the inventory and category counts. */
-  update(tx: Sql, accountId: string, before: Pet, after: Pet): Promise<Pet>;
   /** The existing pets among `ids` (ascending), their rows locked until `tx` ends, in id order. */
   lockMany(tx: Sql, accountId: string, ids: readonly number[]): Promise<Map<number, Pet>>;
-  /** As update, for several pets of one account in one statement (with one counter update each). */
+  /** Writes each `after` over its locked `before` (same id) in one statement, with the inventory and category counts. */
   updateMany(tx: Sql, accountId: string, changes: ReadonlyArray<{ before: Pet; after: Pet }>): Promise<void>;
   /** Deletes the locked pet: no read shows it again; its id is never reused. */
   remove(tx: Sql, accountId: string, pet: Pet, deletedAt: string): Promise<void>;
@@ -191,7 +189,8 @@ async function updatePets(tx: Sql, accountId: string, changes: ReadonlyArray<{ b
       [...values, accountId],
     );
   }
-  // The account's row before any category's, as everywhere (see update).
+  // The account's row before any category's, as creates and deletes take them: otherwise two
+  // changes can each hold what the other waits for (PostgreSQL aborts one: deadlock detected).
   if (statusMoves.length > 0 || categoryMoves.length > 0) {
     await adjustInventory(tx, accountId, inventoryDelta(statusMoves.map((c) => c.after.status), statusMoves.map((c) => c.before.status)), categoryMoves.length > 0);
   }
@@ -279,28 +278,6 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
       if (row) await adjustInventory(tx, accountId, inventoryDelta([to], [from]));
       backend.wrote?.(accountId, id);
       return row && toPet(row);
-    },
-    async update(tx, accountId, before, after) {
-      const row = await tx.get<PetRow>(`UPDATE pets SET name = ?, category_id = ?, status = ? WHERE account_id = ? AND id = ? RETURNING ${PET_COLUMNS}`, [
-        after.name,
-        after.categoryId,
-        after.status ?? null,
-        accountId,
-        before.id,
-      ]);
-      if (!row) throw new Error(`pet ${accountId}/${before.id} vanished under its lock`);
-      const categoryChanged = before.categoryId !== after.categoryId;
-      // The account's row before any category's, as creates and deletes take them: otherwise two
-      // changes can each hold what the other waits for (PostgreSQL aborts one: deadlock detected).
-      if (before.status !== after.status || categoryChanged) await adjustInventory(tx, accountId, inventoryDelta([after.status], [before.status]), categoryChanged);
-      if (categoryChanged) {
-        await adjustCategories(tx, [
-          { accountId, categoryId: after.categoryId, count: 1 },
-          { accountId, categoryId: before.categoryId, count: -1 },
-        ]);
-      }
-      backend.wrote?.(accountId, before.id);
-      return toPet(row);
     },
     async lockMany(tx, accountId, ids) {
       const sorted = [...new Set(ids)].sort((a, b) => a - b);
