@@ -2,7 +2,7 @@
 // (which moves exist, what they do to the pet) is the service's (src/services/orders.ts); a
 // repository reads and writes rows, the writes inside the transaction the service opens.
 import type { Order, OrderStatus } from '../schemas/index.js';
-import type { Sql } from './core/sql.js';
+import { placeholders, type Sql } from './core/sql.js';
 
 export interface ListOrdersQuery {
   accountId: string;
@@ -51,7 +51,7 @@ export interface OrderRepository {
 export async function placedOrdersAmong(tx: Sql, accountId: string, petIds: readonly number[]): Promise<Set<number>> {
   if (petIds.length === 0) return new Set();
   const rows = await tx.all<{ pet_id: number }>(
-    `SELECT pet_id FROM orders WHERE account_id = ? AND status = 'placed' AND pet_id IN (${petIds.map(() => '?').join(', ')})`,
+    `SELECT pet_id FROM orders WHERE account_id = ? AND status = 'placed' AND pet_id IN (${placeholders(petIds.length)})`,
     [accountId, ...petIds],
   );
   return new Set(rows.map((row) => Number(row.pet_id)));

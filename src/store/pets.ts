@@ -3,7 +3,7 @@ import type { NewPet, Pet, PetStatus } from '../schemas/index.js';
 import { petCreatedEvent } from '../services/domain-events.js';
 import type { Dialect } from './core/dialect.js';
 import { createGroupCommit } from './core/group-commit.js';
-import type { Sql, SqlDatabase } from './core/sql.js';
+import { placeholders, type Sql, type SqlDatabase } from './core/sql.js';
 import { adjustCategories, type CategoryCount } from './categories.js';
 import type { EventRepository } from './events.js';
 
@@ -166,7 +166,6 @@ function netCategoryCounts(accountId: string, moves: ReadonlyArray<{ before: Pet
     .map(([categoryId, count]) => ({ accountId, categoryId, count }));
 }
 
-const placeholders = (count: number) => Array(count).fill('?').join(', ');
 /** A row of typed parameters: both backends read CAST(? AS BIGINT) as an integer. */
 const TYPED_ROW = '(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT))';
 

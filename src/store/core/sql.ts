@@ -33,3 +33,6 @@ export interface SqlDatabase extends Sql {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** `?, ?, …` for a list of `count` parameters (both drivers take `?`). */
+export const placeholders = (count: number): string => Array(count).fill('?').join(', ');
