@@ -206,4 +206,4 @@ export class InternalError extends ApiError {
   constructor() { super('internal_error', 'An unexpected error occurred. It has been logged; retry or contact support with the X-Request-Id.'); }
 }
 
-export { StoreUnavailableError } from './store/errors.js';
+export { CommitOutcomeUnknownError, StoreUnavailableError } from './store/errors.js';

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { StoreUnavailableError } from '../src/errors.js';
 import { createStore } from '../src/store/index.js';
 import { postgresAdminUrl, postgresBackend, withPostgresAdmin } from './helpers/backends.js';
+import { startApp } from './helpers/app.js';
 import { storeConfig } from './helpers/store-config.js';
 
 test(
@@ -30,3 +32,70 @@ test(
     await store.ping();
   },
 );
+
+const pgOnly = { skip: postgresAdminUrl ? false : 'set PETSTORE_TEST_POSTGRES_URL to run it' };
+
+test('when a transaction writes to a primary being demoted (25006 read_only_sql_transaction), then the store reports it unavailable and drops the connection', pgOnly, async (t) => {
+  const database = await postgresBackend.createDatabase();
+  const name = new URL(database.url).pathname.slice(1);
+  const store = await createStore(storeConfig(database.url, { pgPoolMax: 2 }));
+  t.after(async () => {
+    await store.close();
+    await database.drop();
+  });
+  await store.migrate();
+  // New sessions of this database are read-only, as every session of a standby is.
+  await withPostgresAdmin((admin) => admin.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} SET default_transaction_read_only = on`));
+  await withPostgresAdmin((admin) => admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]));
+  const failure = await store.db.transaction((tx) => tx.run("INSERT INTO settings (key, value) VALUES ('failover', 'x')")).then(() => undefined, (err: unknown) => err);
+  assert.ok(failure instanceof StoreUnavailableError, `got ${String(failure)}`);
+  assert.equal(store.poolStats!().total, 0, 'the read-only session left the pool');
+});
+
+test('when the connection is lost during COMMIT of an idempotent create, then 503 service_unavailable with Retry-After says the outcome is unknown, and the same-key retry creates the pet once', pgOnly, async (t) => {
+  const app = await startApp(t, { backend: postgresBackend });
+  const { key } = await app.createAccount();
+  const url = app.config.database.url;
+  // A deferred trigger makes COMMIT take a second: long enough to terminate the session in it.
+  await withDatabase(url, (db) => db.query(`
+    CREATE FUNCTION failover_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$;
+    CREATE CONSTRAINT TRIGGER failover_slow_commit AFTER INSERT ON pets DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION failover_slow_commit();`));
+  const headers = { 'idempotency-key': 'failover-commit-1' };
+  const body = { name: 'Committed?', categoryId: 1 };
+  const answer = app.request('POST', '/v1/pets', { key, body, headers });
+  await withDatabase(url, async (db) => {
+    for (let i = 0; ; i += 1) {
+      const { rowCount } = await db.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'COMMIT' AND state = 'active'");
+      if (rowCount) break;
+      assert.ok(i < 200, 'the create reached COMMIT');
+      await sleep(10);
+    }
+  });
+  const refused = await answer;
+  assert.equal(refused.status, 503);
+  assert.equal((refused.body as { code: string }).code, 'service_unavailable');
+  assert.match((refused.body as { message: string }).message, /may or may not have been applied.*same Idempotency-Key/);
+  assert.match(refused.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
+  await withDatabase(url, (db) => db.query('DROP TRIGGER failover_slow_commit ON pets'));
+  let retried = await app.request('POST', '/v1/pets', { key, body, headers });
+  // The terminated create's claim may still be held for its 2 s lease.
+  for (let i = 0; retried.status === 409 && i < 40; i += 1) {
+    await sleep(100);
+    retried = await app.request('POST', '/v1/pets', { key, body, headers });
+  }
+  assert.equal(retried.status, 201, JSON.stringify(retried.body));
+  const again = await app.request('POST', '/v1/pets', { key, body, headers });
+  assert.equal(again.headers.get('idempotent-replayed'), 'true');
+  const { rows } = await withDatabase(url, (db) => db.query("SELECT id FROM pets WHERE name = 'Committed?'"));
+  assert.equal(rows.length, 1, 'created once');
+});
+
+async function withDatabase<T>(url: string, work: (db: pg.Client) => Promise<T>): Promise<T> {
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  try {
+    return await work(db);
+  } finally {
+    await db.end();
+  }
+}

@@ -12,6 +12,16 @@ export class StoreUnavailableError extends StoreError {
 }
 
 /**
+ * The connection was lost while COMMIT was under way (a failover, a crash): the transaction
+ * may or may not have been applied. Retrying is safe where the write is idempotent (an
+ * Idempotency-Key is completed in the create's own transaction; order moves are checked
+ * against the current status).
+ */
+export class CommitOutcomeUnknownError extends StoreUnavailableError {
+  override name = 'CommitOutcomeUnknownError';
+}
+
+/**
  * A write lost a race it cannot win and was rolled back (an idempotency key completed by
  * another request meanwhile): nothing of it was written.
  */

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   ApiError,
+  CommitOutcomeUnknownError,
   ERROR_STATUS,
   type ErrorCode,
   InternalError,
@@ -19,6 +20,12 @@ import { describeValidationError } from '../validation.js';
 
 function toApiError(error: FastifyError, request: FastifyRequest, bodyLimit: number): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof CommitOutcomeUnknownError) {
+    return new ServiceUnavailableError(
+      'The database connection was lost while the change was being committed: it may or may not have been applied. ' +
+        'Retry with the same Idempotency-Key to get its result exactly once.',
+    );
+  }
   if (error instanceof StoreUnavailableError) return new ServiceUnavailableError();
   if (error.validation && error.validation.length > 0) {
     const part = error.validationContext ?? 'body';

@@ -2,7 +2,7 @@
 // the hot reads (pipeline.ts). Connection failures surface as StoreUnavailableError (the HTTP
 // layer answers 503), and the pool replaces dead connections by itself once the server is back.
 import pg, { type CustomTypesConfig, type PoolClient, type QueryResultRow } from 'pg';
-import { StoreUnavailableError } from '../errors.js';
+import { CommitOutcomeUnknownError, StoreUnavailableError } from '../errors.js';
 import type { Params, Sql, SqlDatabase } from '../core/sql.js';
 import { createPipeline, type Pipeline } from './pipeline.js';
 
@@ -25,8 +25,10 @@ const typeParsers: CustomTypesConfig = {
 };
 
 // SQLSTATEs meaning the session is gone or cannot be had: admin/crash shutdown, server
-// starting up, idle session timeout, too many connections. Class 08 is checked by prefix.
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P04', '57P05', '53300']);
+// starting up, idle session timeout, too many connections; and 25006 read_only_sql_transaction,
+// which a write gets from a primary being demoted (a failover): the session will never write
+// again, so it is dropped like a broken one. Class 08 is checked by prefix.
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P04', '57P05', '53300', '25006']);
 const UNAVAILABLE_ERRNOS = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT',
   'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN',
@@ -62,6 +64,7 @@ export async function guard<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
+    if (error instanceof StoreUnavailableError) throw error;
     if (isConnectionError(error)) {
       throw new StoreUnavailableError(`PostgreSQL is unavailable: ${(error as Error).message}`, { cause: error });
     }
@@ -155,7 +158,11 @@ export function openPostgres(url: string, options: PostgresOptions): PostgresDat
   };
 }
 
-/** BEGIN … COMMIT on one pooled client; ROLLBACK when `work` throws. */
+/**
+ * BEGIN … COMMIT on one pooled client; ROLLBACK when `work` throws. A client whose connection
+ * failed (or that a demoted primary refuses writes on) is destroyed, not returned to the pool.
+ * A connection lost during COMMIT leaves its outcome unknown: CommitOutcomeUnknownError.
+ */
 async function inTransaction<T>(pool: pg.Pool, work: (tx: Sql) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   // A checked-out client has no pool listener; a dropped connection must not crash us.
@@ -163,11 +170,10 @@ async function inTransaction<T>(pool: pg.Pool, work: (tx: Sql) => Promise<T>): P
   client.on('error', ignore);
   let broken = false;
   try {
-    await client.query('BEGIN');
+    let result: T;
     try {
-      const result = await work(onClient(client));
-      await client.query('COMMIT');
-      return result;
+      await client.query('BEGIN');
+      result = await work(onClient(client));
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {
         broken = true;
@@ -175,6 +181,14 @@ async function inTransaction<T>(pool: pg.Pool, work: (tx: Sql) => Promise<T>): P
       broken ||= isConnectionError(error);
       throw error;
     }
+    try {
+      await client.query('COMMIT');
+    } catch (error) {
+      broken = isConnectionError(error);
+      if (!broken) throw error;
+      throw new CommitOutcomeUnknownError(`PostgreSQL connection lost during COMMIT: ${(error as Error).message}`, { cause: error });
+    }
+    return result;
   } finally {
     client.off('error', ignore);
     client.release(broken);

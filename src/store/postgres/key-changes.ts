@@ -8,7 +8,9 @@ import type { ApiKeyWatch } from '../types.js';
 
 export const KEY_CHANGES_CHANNEL = 'petstore_api_keys';
 const RECONNECT_MIN_MS = 100;
-const RECONNECT_MAX_MS = 5_000;
+// At most 1 s between attempts: once a new primary is up (a failover), revocations are heard
+// again within a second.
+const RECONNECT_MAX_MS = 1_000;
 
 export function watchKeyChanges(
   url: string,
