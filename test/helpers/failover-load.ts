@@ -89,7 +89,7 @@ export class FailoverLoad {
       this.outcomes.push(outcome);
       return { outcome, answer };
     } catch (error) {
-      const outcome: Outcome = { op, status: 0, retryAfter: null, error: String(error), startedAt, endedAt: Date.now() };
+      const outcome: Outcome = { op, status: 0, retryAfter: null, error: `${String(error)}${(error as Error).cause ? ` (${String((error as Error).cause)})` : ''}`, startedAt, endedAt: Date.now() };
       this.outcomes.push(outcome);
       return { outcome, answer: undefined };
     }
