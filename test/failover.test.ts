@@ -43,8 +43,9 @@ describe('PostgreSQL failover under load: Patroni (synchronous), HAProxy on /pri
   before(async () => {
     cluster = await startPatroniCluster();
     const env = { PETSTORE_DATABASE_URL: cluster.url, ...WEBHOOK_ENV };
-    instances.push(await startServerProcess(env)); // migrates
-    instances.push(await startServerProcess({ ...env, PETSTORE_MIGRATE_ON_START: 'false' }));
+    // A loaded machine (CI runs other suites meanwhile) may take long to migrate over synchronous replication.
+    instances.push(await startServerProcess(env, [], { timeoutMs: 60_000 })); // migrates
+    instances.push(await startServerProcess({ ...env, PETSTORE_MIGRATE_ON_START: 'false' }, [], { timeoutMs: 60_000 }));
     // deploy/haproxy.cfg names three servers: the second instance stands for two of them.
     lb = await startHaproxy(instances.map((i) => new URL(i.url).host).concat(new URL(instances[1]!.url).host));
     for (const name of SERVER_NAMES) await lb.waitForStatus(name, 'UP', 10_000);

@@ -209,10 +209,15 @@ export async function startPatroniCluster(): Promise<PatroniCluster> {
         return Date.now();
       },
       async switchover(leader, candidate) {
-        await run(PATRONICTL_BIN, ['-c', config, 'switchover', '--leader', leader, '--candidate', candidate, '--force'], {
-          env: { ...process.env, PATRONI_ETCD3_HOSTS: etcdHosts },
-          timeout: 60_000,
-        });
+        try {
+          await run(PATRONICTL_BIN, ['-c', config, 'switchover', '--leader', leader, '--candidate', candidate, '--force'], {
+            env: { ...process.env, PATRONI_ETCD3_HOSTS: etcdHosts },
+            timeout: 60_000,
+          });
+        } catch (error) {
+          const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+          throw new Error(`patronictl switchover failed: ${(error as Error).message}\n${stdout ?? ''}${stderr ?? ''}\n${logs()}`, { cause: error });
+        }
       },
       logs,
       destroy,

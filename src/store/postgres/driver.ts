@@ -35,12 +35,13 @@ const UNAVAILABLE_ERRNOS = new Set([
   // Writing to a socket the server already closed.
   'ERR_STREAM_WRITE_AFTER_END', 'ERR_STREAM_DESTROYED',
 ]);
+const NOT_QUERYABLE = 'Client has encountered a connection error and is not queryable';
 // pg and pg-pool raise these without a code.
 const UNAVAILABLE_MESSAGES = [
   'timeout exceeded when trying to connect', // pool: no connection within connectionTimeoutMillis
   'timeout expired', // client: connect timeout
   'Connection terminated', // "... unexpectedly", "... due to connection timeout"
-  'Client has encountered a connection error and is not queryable',
+  NOT_QUERYABLE,
 ];
 
 /** True when the error says the database cannot be reached, as opposed to a bad query. */
@@ -185,7 +186,8 @@ async function inTransaction<T>(pool: pg.Pool, work: (tx: Sql) => Promise<T>): P
       await client.query('COMMIT');
     } catch (error) {
       broken = isConnectionError(error);
-      if (!broken) throw error;
+      // pg refuses to send on a connection it already knows is broken: then COMMIT never left.
+      if (!broken || (error as Error).message.startsWith(NOT_QUERYABLE)) throw error;
       throw new CommitOutcomeUnknownError(`PostgreSQL connection lost during COMMIT: ${(error as Error).message}`, { cause: error });
     }
     return result;
