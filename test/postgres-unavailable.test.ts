@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { StoreUnavailableError } from '../src/errors.js';
@@ -99,3 +100,32 @@ async function withDatabase<T>(url: string, work: (db: pg.Client) => Promise<T>)
     await db.end();
   }
 }
+
+test('when a server sends its FATAL in the same read as the end of the handshake (a dying primary), then a transaction fails with StoreUnavailableError and the process does not crash', async (t) => {
+  // A stand-in for a primary dying under a new connection: authentication ok, ready, then
+  // "terminating connection due to unexpected postmaster exit", all in one write.
+  const message = (type: string, body: Buffer) => {
+    const head = Buffer.alloc(5);
+    head.write(type, 0);
+    head.writeInt32BE(body.length + 4, 1);
+    return Buffer.concat([head, body]);
+  };
+  const fatal = Buffer.concat(['SFATAL', 'C57P01', 'Mterminating connection due to unexpected postmaster exit'].map((f) => Buffer.from(`${f}\0`)).concat(Buffer.from([0])));
+  const reply = Buffer.concat([message('R', Buffer.from([0, 0, 0, 0])), message('Z', Buffer.from('I')), message('E', fatal)]);
+  const server = net.createServer((socket) => {
+    socket.once('data', () => socket.end(reply));
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  const store = await createStore(storeConfig(`postgres://postgres@127.0.0.1:${port}/postgres`, { pgPoolMax: 1 }));
+  t.after(async () => {
+    await store.close().catch(() => {});
+    server.close();
+  });
+  for (let i = 0; i < 5; i += 1) {
+    const failure = await store.db.transaction((tx) => tx.run('SELECT 1')).then(() => undefined, (err: unknown) => err);
+    assert.ok(failure instanceof StoreUnavailableError, `got ${String(failure)}`);
+  }
+  await sleep(50);
+});

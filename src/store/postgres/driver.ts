@@ -160,15 +160,29 @@ export function openPostgres(url: string, options: PostgresOptions): PostgresDat
 }
 
 /**
+ * A client from the pool with `onError` listening from the moment the pool hands it over: a
+ * checked-out client has no pool listener, and a server that dies (a failover) may send its
+ * FATAL right behind the handshake, in the same read, before an awaited connect() returns:
+ * unheard, that 'error' event would crash the process. Remove the listener before release.
+ */
+export function checkOut(pool: pg.Pool, onError: (error: Error) => void): Promise<PoolClient> {
+  return new Promise((resolve, reject) => {
+    pool.connect((error, client) => {
+      if (error || !client) return reject(error ?? new Error('pool gave no client'));
+      client.on('error', onError);
+      resolve(client);
+    });
+  });
+}
+
+/**
  * BEGIN … COMMIT on one pooled client; ROLLBACK when `work` throws. A client whose connection
  * failed (or that a demoted primary refuses writes on) is destroyed, not returned to the pool.
  * A connection lost during COMMIT leaves its outcome unknown: CommitOutcomeUnknownError.
  */
 async function inTransaction<T>(pool: pg.Pool, work: (tx: Sql) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  // A checked-out client has no pool listener; a dropped connection must not crash us.
   const ignore = () => {};
-  client.on('error', ignore);
+  const client = await checkOut(pool, ignore);
   let broken = false;
   try {
     let result: T;

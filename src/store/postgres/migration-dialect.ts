@@ -3,6 +3,7 @@
 // its own transaction on that session.
 import type pg from 'pg';
 import type { MigrationDialect, MigrationSession, RecordedMigration } from '../core/migrator.js';
+import { checkOut } from './driver.js';
 
 /** Key of the session-level advisory lock held while migrating ("PETS" in ASCII). */
 export const MIGRATION_LOCK_KEY = 0x50455453;
@@ -58,10 +59,8 @@ export function createPostgresMigrationDialect(pool: pg.Pool): MigrationDialect 
     backend: 'postgres',
     recorded: () => recorded(pool),
     async exclusive(run) {
-      const client = await pool.connect();
-      // A checked-out client has no pool listener; a dropped connection must not crash us.
       const ignore = () => {};
-      client.on('error', ignore);
+      const client = await checkOut(pool, ignore);
       let healthy = false;
       try {
         await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
