@@ -58,11 +58,18 @@ describe('PostgreSQL failover under load: Patroni (synchronous), HAProxy on /pri
   });
 
   after(async () => {
-    await Promise.all(loads.map((load) => load.stop()));
-    await lb?.stop();
-    for (const instance of instances) await instance.stop('SIGKILL');
-    await Promise.all(receivers.map((r) => r.close()));
-    cluster?.destroy();
+    // Each step bounded and on its own: a failed or hung one must not leave the cluster running.
+    const bounded = (work: () => Promise<unknown>) => Promise.race([work().catch(() => undefined), sleep(10_000)]);
+    try {
+      await bounded(() => Promise.all(loads.map((load) => load.stop())));
+      await bounded(async () => lb?.stop());
+      for (const instance of instances) {
+        if (instance.child.exitCode === null && instance.child.signalCode === null) await bounded(() => instance.stop('SIGKILL'));
+      }
+      await bounded(() => Promise.all(receivers.map((r) => r.close())));
+    } finally {
+      cluster?.destroy();
+    }
   });
 
   /** Every acknowledged write checked in the database and the event log, through a fresh connection. */

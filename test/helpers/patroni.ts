@@ -109,6 +109,8 @@ export async function startPatroniCluster(): Promise<PatroniCluster> {
     if (destroyed) return;
     destroyed = true;
     process.off('exit', destroy);
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
     for (const child of children) {
       try {
         if (child.pid && child.exitCode === null && child.signalCode === null) process.kill(-child.pid, 'SIGKILL');
@@ -124,6 +126,13 @@ export async function startPatroniCluster(): Promise<PatroniCluster> {
     rmSync(dir, { recursive: true, force: true });
   };
   process.once('exit', destroy);
+  // A runner's timeout ends the test process with SIGTERM, which skips 'exit': clean up then too.
+  const onSignal = (signal: NodeJS.Signals) => {
+    destroy();
+    process.kill(process.pid, signal);
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
   const logs = () => [...output].map(([name, text]) => `--- ${name}\n${text.slice(-4000)}`).join('\n');
 
   try {
