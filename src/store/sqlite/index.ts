@@ -9,6 +9,7 @@ import { createIdempotencyRepository } from '../idempotency.js';
 import { createPetRepository } from '../pets.js';
 import { createSettingsRepository } from '../settings.js';
 import { watchExternalChanges } from './changes.js';
+import { BACKSTOP_PAGES, startCheckpointer } from './checkpointer.js';
 import { openSqlite, sqlitePath, storeError } from './driver.js';
 import { createSqliteEvents } from './events.js';
 import { createSqliteJobs } from './jobs.js';
@@ -27,11 +28,15 @@ export interface SqliteStoreOptions {
   readCache?: boolean;
   /** Write the event log (and webhook deliveries) with every change. Default true. */
   events?: boolean;
+  /** Checkpoint the WAL from a thread (checkpointer.ts): for long-running servers. Default false. */
+  checkpointThread?: boolean;
 }
 
 export function createSqliteStore(url: string, options: SqliteStoreOptions = {}): Store {
   const db = openSqlite(url);
   const { connection } = db;
+  const checkpointer = options.checkpointThread && db.file !== ':memory:' ? startCheckpointer(db.file) : undefined;
+  if (checkpointer) connection.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
 
   const cache = options.readCache === false ? undefined : createReadCache();
   const changes = watchExternalChanges(db, cache);
@@ -75,6 +80,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
       await pets.drain();
       cache?.clear();
       if (connection.open) changes.close();
+      await checkpointer?.stop();
       await db.close();
     },
   };
