@@ -35,7 +35,8 @@ RUN npm run build \
  && mv node_modules/better-sqlite3/build/Release/better_sqlite3.node /tmp/ \
  && rm -rf node_modules/better-sqlite3/build && mkdir -p node_modules/better-sqlite3/build/Release \
  && mv /tmp/better_sqlite3.node node_modules/better-sqlite3/build/Release/ \
- && rm -rf node_modules/.package-lock.json
+ && rm -rf node_modules/.package-lock.json \
+ && find node_modules -type d -empty -delete
 
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production \
@@ -57,7 +58,7 @@ RUN ln -s /app/bin/petstore.js /usr/local/bin/petstore \
 USER 1000:1000
 VOLUME /data
 EXPOSE 8080
-HEALTHCHECK --interval=5s --timeout=3s --start-period=30s --retries=3 \
+HEALTHCHECK --interval=5s --timeout=10s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/healthz`, { signal: AbortSignal.timeout(2500) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Exec form: node is PID 1 and receives SIGTERM itself (petstore serve handles it: drains, exits 0).
 CMD ["node", "bin/petstore.js", "serve"]
