@@ -6,7 +6,7 @@
 // succeed, print what its `# {…}` comments document, and the webhook receiver must verify the
 // deliveries; the TypeScript example runs with tsx.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -45,9 +45,11 @@ class Reader {
   receiverPort = 0;
 
   constructor(name: string) {
-    // In the repository, so that npx, tsx and @petstore/client resolve as in a clone's folder.
+    // A folder of its own for the files the blocks save, with the clone's node_modules: npx
+    // petstore, tsx and @petstore/client resolve as in the clone's folder.
     mkdirSync(path.resolve('.tmp'), { recursive: true });
     this.dir = mkdtempSync(path.join(path.resolve('.tmp'), `newcomer-${name}-`));
+    symlinkSync(path.resolve('node_modules'), path.join(this.dir, 'node_modules'));
     this.#env = { PETSTORE_DATABASE_URL: path.join(this.dir, 'petstore.db') };
   }
 
