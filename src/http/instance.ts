@@ -37,7 +37,7 @@ export interface Instance {
   intercept: (interceptor: Interceptor) => void;
 }
 
-export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTimeoutMs'>, logger: FastifyBaseLogger): Instance {
+export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTimeoutMs'> & Partial<Pick<HttpConfig, 'trustedProxies'>>, logger: FastifyBaseLogger): Instance {
   const newRequestId = requestIdGenerator();
   const requestId = (given: string | string[] | undefined): string =>
     // A key pasted here by mistake would be echoed and logged on every line: never accept one.
@@ -46,6 +46,8 @@ export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTime
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: http.bodyLimit,
+    // request.ip is X-Forwarded-For's client only behind a listed proxy: anyone else could name any address.
+    trustProxy: http.trustedProxies && http.trustedProxies.length > 0 ? [...http.trustedProxies] : false,
     requestIdHeader: false,
     genReqId: (req: IncomingMessage) => requestId(req.headers['x-request-id']),
     childLoggerFactory: lazyChildLoggerFactory,

@@ -43,7 +43,8 @@ export const apiPlugin = definePlugin<{ clock: Clock }>(
   async (app, { clock }) => {
     const wire = createPetWire(app.metrics);
     app.decorate('petWire', wire);
-    await app.register(v1Routes, { services: app.services, clock, rateLimiter: app.rateLimiter, metrics: app.metrics, wire });
+    const { services, rateLimiter, authFailureLimit, metrics } = app;
+    await app.register(v1Routes, { services, clock, rateLimiter, authFailureLimit, metrics, wire });
   },
 );
 
@@ -56,6 +57,7 @@ export const exampleApiPlugin = definePlugin<Pick<DocsConfig, 'exampleApiUrl'>>(
       config,
       services: app.services,
       rateLimiter: app.rateLimiter,
+      authFailureLimit: app.authFailureLimit,
       metrics: app.metrics,
       onDocument: (document) => void documents.push(document),
     });

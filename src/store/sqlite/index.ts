@@ -19,6 +19,7 @@ import { createSqliteOrders } from './orders.js';
 import { sqlitePetBatches, withReadCache } from './pets.js';
 import { createReadCache } from './read-cache.js';
 import { createSqliteWebhooks } from './webhooks.js';
+import type { SecretBox } from '../../webhooks/secret-box.js';
 
 export { sqlitePath };
 
@@ -27,6 +28,8 @@ export interface SqliteStoreOptions {
   readCache?: boolean;
   /** Write the event log (and webhook deliveries) with every change. Default true. */
   events?: boolean;
+  /** Seals webhook signing secrets (default: plain text; createStore passes the key file's). */
+  secrets?: SecretBox;
 }
 
 export function createSqliteStore(url: string, options: SqliteStoreOptions = {}): Store {
@@ -51,7 +54,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     orders: createSqliteOrders(db),
     messages: createSqliteMessages(db),
     jobs: createSqliteJobs(db),
-    webhooks: createSqliteWebhooks(db),
+    webhooks: createSqliteWebhooks(db, options.secrets),
     auditLog: createAuditLogRepository(db),
     externalChangeCounter: () => changes.counter(),
 
@@ -69,6 +72,16 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     pendingMigrations: () => pendingMigrations(createSqliteMigrationDialect(connection)).catch((error: unknown) => Promise.reject(storeError(error))),
 
     ping: () => db.ping(),
+
+    async compact() {
+      try {
+        connection.exec('VACUUM');
+        const [result] = connection.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
+        return result?.busy === 0;
+      } catch (error) {
+        throw storeError(error);
+      }
+    },
 
     async close() {
       // Nobody is left waiting: what is queued is committed (or rejected, if already closed).
