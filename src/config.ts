@@ -81,7 +81,12 @@ export const ConfigSchema = Type.Object({
   PETSTORE_REDIS_URL: optional('(none: in memory)', '`redis://…`: share rate-limit buckets across instances'),
   PETSTORE_RATE_LIMIT_PER_SECOND: int(1, 1_000_000, 100, 'Per API key: sustained requests per second'),
   PETSTORE_RATE_LIMIT_BURST: int(1, 1_000_000, 200, 'Per API key: bucket size, the largest burst'),
-  PETSTORE_AUTH_FAILURE_LIMIT_PER_SECOND: int(1, 1_000_000, 50, 'Per client address: sustained failed authentications (401) per second; beyond, 429 `rate_limited` until the bucket refills. Valid keys are never slowed by it'),
+  PETSTORE_AUTH_FAILURE_LIMIT_PER_SECOND: Type.Number({
+    minimum: 0.001,
+    maximum: 1_000_000,
+    default: 50,
+    description: 'Per client address: sustained failed authentications (401) per second, fractions allowed; beyond, 429 `rate_limited` until the bucket refills. Keys that authenticated lately are never slowed by it (see [docs/operations.md](docs/operations.md#failed-authentications))',
+  }),
   PETSTORE_AUTH_FAILURE_LIMIT_BURST: int(1, 1_000_000, 500, 'Per client address: failed authentications allowed at once (the bucket size)'),
   PETSTORE_TRUSTED_PROXIES: Type.Codec(
     Type.String({
