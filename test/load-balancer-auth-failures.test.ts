@@ -48,9 +48,13 @@ describe('the failed-authentication limit behind HAProxy (deploy/haproxy.cfg)', 
     for (let i = 0; i < 5; i++) assert.equal(await get(lb.url, '127.0.0.2', BAD_KEY, { 'x-forwarded-for': `10.0.0.${i}` }), 401);
     assert.equal(await get(lb.url, '127.0.0.2', BAD_KEY, { 'x-forwarded-for': '10.0.0.99' }), 429, 'spoofing does not escape the bucket');
     assert.equal(await get(lb.url, '127.0.0.3', key), 200, "another client's valid key");
+    assert.equal(await get(lb.url, '127.0.0.3', key), 200, 'again: the fast path answers it (a cached key and page)');
     assert.equal(await get(lb.url, '127.0.0.3', BAD_KEY, { 'x-forwarded-for': '127.0.0.2' }), 401, "a client cannot fill another's bucket");
     assert.equal(await get(lb.url, '127.0.0.2', key), 200, 'a key that authenticated lately is never slowed');
-    const line = app.logs.map((l) => JSON.parse(l) as { req?: { remoteAddress?: string }; res?: { statusCode?: number } }).find((l) => l.res?.statusCode === 429);
-    assert.equal(line?.req?.remoteAddress, '127.0.0.2', 'the log names the client, not the proxy');
+    const lines = app.logs.map((l) => JSON.parse(l) as { req?: { url?: string; remoteAddress?: string }; res?: { statusCode?: number } });
+    assert.equal(lines.find((l) => l.res?.statusCode === 429)?.req?.remoteAddress, '127.0.0.2', 'the log names the client, not the proxy');
+    const answered = lines.filter((l) => l.req?.url === '/v1/pets' && l.res?.statusCode === 200).map((l) => l.req?.remoteAddress);
+    assert.deepEqual([...new Set(answered)].sort(), ['127.0.0.2', '127.0.0.3'], "every line, the fast path's too, names the client");
+    assert.ok(Number(/petstore_fast_path_responses_total (\d+)/.exec(await (await fetch(`${app.url}/metrics`)).text())?.[1]) > 0, 'the fast path answered some');
   });
 });

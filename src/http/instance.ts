@@ -1,5 +1,6 @@
 // The Fastify instance: its Node server (timeouts, CONNECT, Expect), request ids, logging, and the
 // slot through which the fast path (src/http/fast-path.ts) sees requests before Fastify does.
+import proxyAddr from '@fastify/proxy-addr';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -35,6 +36,16 @@ export interface Instance {
   requestId: (given: string | string[] | undefined) => string;
   /** Sets the interceptor; until then every request goes to Fastify. */
   intercept: (interceptor: Interceptor) => void;
+}
+
+/**
+ * The client's address as Fastify's request.ip gives it (trustProxy with the same list), for
+ * what answers outside Fastify (the fast path's log line).
+ */
+export function clientAddressOf(trustedProxies: readonly string[]): (req: IncomingMessage) => string | undefined {
+  if (trustedProxies.length === 0) return (req) => req.socket.remoteAddress;
+  const trust = proxyAddr.compile([...trustedProxies]);
+  return (req) => proxyAddr(req, trust);
 }
 
 export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTimeoutMs'> & Partial<Pick<HttpConfig, 'trustedProxies'>>, logger: FastifyBaseLogger): Instance {
