@@ -70,7 +70,7 @@ interface Pending {
 }
 
 /** The onResponse hook's "request completed" line, with the fields taken as Fastify takes them. */
-function logCompleted(write: (request: CompletedRequest) => void, clientAddress: FastPathDeps['clientAddress'], reqId: string, req: IncomingMessage, responseTime: number): void {
+function logCompleted(write: (request: CompletedRequest) => void, remoteAddress: string | undefined, reqId: string, req: IncomingMessage, responseTime: number): void {
   const headers = req.headers;
   write({
     reqId,
@@ -78,7 +78,7 @@ function logCompleted(write: (request: CompletedRequest) => void, clientAddress:
     url: req.url,
     version: headers['accept-version'],
     host: headers.host ?? headers[':authority'] ?? '',
-    remoteAddress: clientAddress(req),
+    remoteAddress,
     remotePort: req.socket.remotePort,
     statusCode: 200,
     responseTime,
@@ -252,12 +252,15 @@ class FastPath {
       headers.push('deprecation', deprecation.deprecation, 'sunset', deprecation.sunset, 'link', deprecation.link);
     }
     headers.push('content-length', String(Buffer.byteLength(body)));
+    // Read before the answer: once the connection closes, its address is gone.
+    const logging = writesAt(log, 'info');
+    const address = logging ? this.deps.clientAddress(req) : undefined;
     res.writeHead(200, headers);
     res.end(body);
     const ms = performance.now() - start;
     (taken.kind === 'getPet' ? this.recordPet : this.recordList)(ms);
     this.deps.answered.count++;
-    if (writesAt(log, 'info')) logCompleted(this.writeRequestLine, this.deps.clientAddress, reqId, req, ms);
+    if (logging) logCompleted(this.writeRequestLine, address, reqId, req, ms);
     return true;
   }
 
