@@ -83,7 +83,8 @@ describe('the sealing box', () => {
 });
 
 for (const backend of backends) {
-  describe(`sealed webhook secrets (${backend.name})`, () => {
+  // Each test has its own database and receiver: they run at once.
+  describe(`sealed webhook secrets (${backend.name})`, { concurrency: true }, () => {
     it('when a key is set, then secrets are stored sealed under its id (nothing whsec_ in a copy of the database) and deliveries verify, before and after a rotation', async (t) => {
       const receiver = await startReceiver();
       t.after(() => receiver.close());
