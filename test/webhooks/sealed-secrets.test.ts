@@ -113,7 +113,8 @@ for (const backend of backends) {
       const database = await backend.createDatabase();
       t.after(() => database.drop());
       // Rows as a release before sealing wrote them (and PostgreSQL without a key still does).
-      const before = await appWith(t, backend, {}, database.url);
+      // Its worker off: only the app after sealing delivers (this one has no key, or the key file's).
+      const before = await appWith(t, backend, { PETSTORE_WEBHOOK_WORKER: 'false' }, database.url);
       const { key } = await before.createAccount();
       const plainStore = backend.name === 'sqlite' ? createSqliteStore(database.url) : await createStore(storeConfig(database.url));
       t.after(() => plainStore.close());
@@ -135,7 +136,7 @@ for (const backend of backends) {
       t.after(() => receiver.close());
       const database = await backend.createDatabase();
       t.after(() => database.drop());
-      const old = await appWith(t, backend, { PETSTORE_SECRET_KEY: K1 }, database.url);
+      const old = await appWith(t, backend, { PETSTORE_SECRET_KEY: K1, PETSTORE_WEBHOOK_WORKER: 'false' }, database.url);
       const { key } = await old.createAccount();
       const endpoints = [];
       for (let i = 0; i < 3; i++) endpoints.push(await registerEndpoint(old.url, key, receiver.url));
@@ -172,7 +173,7 @@ for (const backend of backends) {
       t.after(() => receiver.close());
       const database = await backend.createDatabase();
       t.after(() => database.drop());
-      const old = await appWith(t, backend, { PETSTORE_SECRET_KEY: K1 }, database.url);
+      const old = await appWith(t, backend, { PETSTORE_SECRET_KEY: K1, PETSTORE_WEBHOOK_WORKER: 'false' }, database.url);
       const { key } = await old.createAccount();
       const endpoint = await registerEndpoint(old.url, key, receiver.url);
       const app = await appWith(t, backend, { PETSTORE_SECRET_KEY: K2 }, database.url);
