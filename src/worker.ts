@@ -20,6 +20,7 @@ export async function startWorkerProcess(config: Config): Promise<App> {
   }
   const logger = createLogger(config.logging);
   const store = await createStore(config, { server: true });
+  if (store.secretsWarning) logger.warn(store.secretsWarning);
   await prepareSchema(config.database, store, logger);
   const wakeups = createWakeups();
   const clock = systemClock;

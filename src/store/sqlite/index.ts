@@ -20,6 +20,7 @@ import { createSqliteOrders } from './orders.js';
 import { sqlitePetBatches, withReadCache } from './pets.js';
 import { createReadCache } from './read-cache.js';
 import { createSqliteWebhooks } from './webhooks.js';
+import type { SecretBox } from '../../webhooks/secret-box.js';
 
 export { sqlitePath };
 
@@ -30,6 +31,8 @@ export interface SqliteStoreOptions {
   events?: boolean;
   /** Checkpoint the WAL from a thread (checkpointer.ts): for long-running servers. Default false. */
   checkpointThread?: boolean;
+  /** Seals webhook signing secrets (default: plain text; createStore passes the key file's). */
+  secrets?: SecretBox;
 }
 
 export function createSqliteStore(url: string, options: SqliteStoreOptions = {}): Store {
@@ -56,7 +59,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     orders: createSqliteOrders(db),
     messages: createSqliteMessages(db),
     jobs: createSqliteJobs(db),
-    webhooks: createSqliteWebhooks(db),
+    webhooks: createSqliteWebhooks(db, options.secrets),
     auditLog: createAuditLogRepository(db),
     externalChangeCounter: () => changes.counter(),
 
@@ -74,6 +77,16 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     pendingMigrations: () => pendingMigrations(createSqliteMigrationDialect(connection)).catch((error: unknown) => Promise.reject(storeError(error))),
 
     ping: () => db.ping(),
+
+    async compact() {
+      try {
+        connection.exec('VACUUM');
+        const [result] = connection.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
+        return result?.busy === 0;
+      } catch (error) {
+        throw storeError(error);
+      }
+    },
 
     async close() {
       // Nobody is left waiting: what is queued is committed (or rejected, if already closed).
