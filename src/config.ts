@@ -1,9 +1,12 @@
 // The only module that reads process.env: one schema describes every variable (type, default,
 // meaning; the README's configuration table is generated from it by scripts/config-table.ts),
 // read once at start into typed slices. Each consumer takes only its slice.
+import { isIP } from 'node:net';
 import Type, { type StaticDecode } from 'typebox';
 import { ConfigError, type Env, readEnv } from './env.js';
 import { type AllowedNetworks, parseAllowedNetworks } from './webhooks/address-policy.js';
+import { type SecretKey, secretKeyFrom } from './webhooks/secret-box.js';
+import type { SecretsConfig } from './webhooks/secret-keys.js';
 
 export { ConfigError } from './env.js';
 
@@ -33,6 +36,31 @@ const serverUrl = (suffix: string, fallback: string, description: string) =>
     })
     .Encode((url: string) => url);
 
+/** A sealing key: 32 bytes in base64. The value is never repeated in an error (it is a secret). */
+const secretKey = (description: string) =>
+  Type.Optional(
+    Type.Codec(Type.String({ docDefault: '(none)', description }))
+      .Decode((raw: string): SecretKey => {
+        const key = secretKeyFrom(raw);
+        if (!key) throw new ConfigError('must be 32 bytes in base64 (make one with `openssl rand -base64 32`); the value given is not');
+        return key;
+      })
+      .Encode((key: SecretKey) => key.key.toString('base64')),
+  );
+
+/** `10.0.0.5,10.0.0.0/8,::1`: addresses and CIDRs, checked here so a typo stops the start, not every request. */
+function parseTrustedProxies(raw: string): readonly string[] {
+  const entries = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const entry of entries) {
+    const [address = '', prefix, extra] = entry.split('/');
+    const family = isIP(address);
+    const bits = family === 4 ? 32 : 128;
+    const prefixOk = prefix === undefined || (/^[0-9]{1,3}$/.test(prefix) && Number(prefix) <= bits);
+    if (family === 0 || !prefixOk || extra !== undefined) throw new ConfigError(`must list IP addresses or CIDRs (10.0.0.5, 10.0.0.0/8, ::1), got "${entry}"`);
+  }
+  return entries;
+}
+
 /** Every variable, in the order of the README's table. */
 export const ConfigSchema = Type.Object({
   PORT: int(0, 65535, 8080, 'Listen port'),
@@ -53,6 +81,23 @@ export const ConfigSchema = Type.Object({
   PETSTORE_REDIS_URL: optional('(none: in memory)', '`redis://…`: share rate-limit buckets across instances'),
   PETSTORE_RATE_LIMIT_PER_SECOND: int(1, 1_000_000, 100, 'Per API key: sustained requests per second'),
   PETSTORE_RATE_LIMIT_BURST: int(1, 1_000_000, 200, 'Per API key: bucket size, the largest burst'),
+  PETSTORE_AUTH_FAILURE_LIMIT_PER_SECOND: Type.Number({
+    minimum: 0.001,
+    maximum: 1_000_000,
+    default: 50,
+    description: 'Per client address: sustained failed authentications (401) per second, fractions allowed; beyond, 429 `rate_limited` until the bucket refills. Keys that authenticated lately are never slowed by it (see [docs/operations.md](docs/operations.md#failed-authentications))',
+  }),
+  PETSTORE_AUTH_FAILURE_LIMIT_BURST: int(1, 1_000_000, 500, 'Per client address: failed authentications allowed at once (the bucket size)'),
+  PETSTORE_TRUSTED_PROXIES: Type.Codec(
+    Type.String({
+      default: '',
+      docDefault: '(none)',
+      description:
+        'Comma-separated addresses or CIDRs of load balancers whose `X-Forwarded-For` names the client (for the failed-authentication limit, logs and the audit log); unset: the connecting address is the client',
+    }),
+  )
+    .Decode((raw: string): readonly string[] => parseTrustedProxies(raw))
+    .Encode((entries: readonly string[]) => entries.join(',')),
   PETSTORE_METRICS_TOKEN: optional('(none: open)', 'When set, `GET /metrics` needs `Authorization: Bearer <token>`'),
   PETSTORE_METRICS_HOST: text('127.0.0.1', 'Where `serve` answers `/metrics` when `HOST` is not a loopback address and `PETSTORE_METRICS_TOKEN` is unset (the public `/metrics` then answers 404)'),
   PETSTORE_METRICS_PORT: int(0, 65535, 9464, 'The port of that metrics listener (9464: where Prometheus exporters conventionally listen)'),
@@ -83,6 +128,10 @@ export const ConfigSchema = Type.Object({
   PETSTORE_WEBHOOK_CONCURRENCY: int(1, 1024, 64, 'Delivery attempts in flight per process'),
   PETSTORE_WEBHOOK_ENDPOINT_CONCURRENCY: int(1, 1024, 16, 'Delivery attempts in flight per endpoint and process'),
   PETSTORE_WEBHOOK_ACCOUNT_CONCURRENCY: int(1, 1024, 16, "Delivery attempts in flight per account and process: one account's slow receivers never hold more of the process's attempts"),
+  PETSTORE_SECRET_KEY: secretKey(
+    'Seals webhook signing secrets at rest (AES-256-GCM): 32 bytes, base64. Unset on SQLite: a key file beside the database file (`<file>.secret-key`, mode 0600) made on first start; unset on PostgreSQL: secrets stay plain text (a warning at start and on `/readyz`). See [docs/operations.md](docs/operations.md#sealed-webhook-secrets)',
+  ),
+  PETSTORE_SECRET_KEY_PREVIOUS: secretKey('During a key rotation: the key being replaced. It only opens secrets sealed under it; `petstore secrets rotate-key` re-seals them under `PETSTORE_SECRET_KEY`'),
   PETSTORE_DOCS: flag(true, 'Serve the [developer portal](#developer-portal) (`/`, `/docs…`); `false` turns it off, keeping `/v1/openapi.json` and `/docs/deprecations`'),
   PETSTORE_WORKER_PORT: int(0, 65535, 9465, '`petstore worker` (the background workers without the API) serves `/metrics`, `/healthz` and `/readyz` on this port, on `HOST`'),
 });
@@ -91,6 +140,8 @@ export type EnvValues = StaticDecode<typeof ConfigSchema>;
 
 export interface HttpConfig {
   host: string;
+  /** Addresses and CIDRs whose X-Forwarded-For is believed (Fastify's trustProxy); empty: none. */
+  trustedProxies: readonly string[];
   port: number;
   /** Maximum request body in bytes. */
   bodyLimit: number;
@@ -136,6 +187,9 @@ export interface RateLimitsConfig {
   burst: number;
   /** Redis URL for shared rate limits; undefined means in memory. */
   redisUrl: string | undefined;
+  /** Per client address: failed authentications per second, and the bucket size. */
+  authFailuresPerSecond: number;
+  authFailuresBurst: number;
 }
 
 export interface ShutdownConfig {
@@ -194,6 +248,7 @@ export interface Config {
   shutdown: ShutdownConfig;
   webhooks: WebhooksConfig;
   workers: WorkersConfig;
+  secrets: SecretsConfig;
 }
 
 /** The published URLs default to this host's port (PORT), 8080 when it is 0 or unset. */
@@ -213,6 +268,7 @@ export function loadConfig(env: Env = process.env): Config {
     environment: v.PETSTORE_ENV,
     http: {
       host: v.HOST,
+      trustedProxies: v.PETSTORE_TRUSTED_PROXIES,
       port: v.PORT,
       bodyLimit: v.PETSTORE_BODY_LIMIT,
       requestTimeoutMs: v.PETSTORE_REQUEST_TIMEOUT_MS,
@@ -233,7 +289,10 @@ export function loadConfig(env: Env = process.env): Config {
       stagingUrl: v.PETSTORE_STAGING_URL,
       exampleApiUrl: v.PETSTORE_EXAMPLE_API_URL,
     },
-    rateLimits: { perSecond: v.PETSTORE_RATE_LIMIT_PER_SECOND, burst: v.PETSTORE_RATE_LIMIT_BURST, redisUrl: v.PETSTORE_REDIS_URL },
+    rateLimits: { perSecond: v.PETSTORE_RATE_LIMIT_PER_SECOND, burst: v.PETSTORE_RATE_LIMIT_BURST, redisUrl: v.PETSTORE_REDIS_URL,
+      authFailuresPerSecond: v.PETSTORE_AUTH_FAILURE_LIMIT_PER_SECOND,
+      authFailuresBurst: v.PETSTORE_AUTH_FAILURE_LIMIT_BURST,
+    },
     metrics: {
       token: v.PETSTORE_METRICS_TOKEN,
       // Metrics label account ids: open on a public listener only by the operator's choice (a token).
@@ -251,5 +310,6 @@ export function loadConfig(env: Env = process.env): Config {
       accountConcurrency: v.PETSTORE_WEBHOOK_ACCOUNT_CONCURRENCY,
     },
     workers: { messages: v.PETSTORE_MESSAGE_WORKER, webhooks: v.PETSTORE_WEBHOOK_WORKER, port: v.PETSTORE_WORKER_PORT },
+    secrets: { key: v.PETSTORE_SECRET_KEY, previousKey: v.PETSTORE_SECRET_KEY_PREVIOUS },
   };
 }

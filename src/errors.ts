@@ -191,9 +191,9 @@ export class WebhookEndpointDisabledError extends ApiError {
   }
 }
 export class RateLimitedError extends ApiError {
-  constructor(retryAfterSeconds: number, headers: Record<string, string>) {
+  constructor(retryAfterSeconds: number, headers: Record<string, string>, what = 'Rate limit exceeded for this API key.') {
     super('rate_limited',
-      `Rate limit exceeded for this API key. Retry after ${retryAfterSeconds} second(s).`,
+      `${what} Retry after ${retryAfterSeconds} second(s).`,
       { ...headers, 'retry-after': String(retryAfterSeconds) });
   }
 }

@@ -54,7 +54,8 @@ function disablePretenuring(): void {
 export async function startServer(config: Config, options: StartOptions = {}): Promise<App> {
   if (isPostgresUrl(config.database.url)) disablePretenuring();
   const logger = createLogger(config.logging);
-  const store = await createStore(config);
+  const store = await createStore(config, { server: true });
+  if (store.secretsWarning) logger.warn(store.secretsWarning);
   if (options.migrations !== 'skip') await prepareSchema(config.database, store, logger);
   const wakeups = createWakeups();
   const clock = systemClock;

@@ -19,7 +19,8 @@ export async function startWorkerProcess(config: Config): Promise<App> {
     throw new ConfigError('`petstore worker` has nothing to run: PETSTORE_MESSAGE_WORKER and PETSTORE_WEBHOOK_WORKER are both false.');
   }
   const logger = createLogger(config.logging);
-  const store = await createStore(config);
+  const store = await createStore(config, { server: true });
+  if (store.secretsWarning) logger.warn(store.secretsWarning);
   await prepareSchema(config.database, store, logger);
   const wakeups = createWakeups();
   const clock = systemClock;

@@ -71,6 +71,7 @@ describe('petstore CLI', () => {
     ['keys roll has no key id', ['keys', 'roll'], 2, /<keyId> is required/],
     ['keys roll names an unknown key', ['keys', 'roll', 'key_nope'], 1, /No API key with id "key_nope"/],
     ['keys roll overlaps more than 7 days', ['keys', 'roll', 'key_nope', '--expires-in', '8d'], 2, /at most 7d/],
+    ['secrets rotate-key has no new key', ['secrets', 'rotate-key'], 2, /rotate-key re-seals under PETSTORE_SECRET_KEY: set it to the new key/],
   ];
   for (const [label, args, code, message] of failures) {
     test(`when ${label}, then it exits ${code} with the reason on stderr and nothing on stdout`, async (t) => {
@@ -81,7 +82,7 @@ describe('petstore CLI', () => {
     });
   }
 
-  for (const args of [[], ['serve'], ['migrate'], ['accounts', 'create'], ['keys', 'create'], ['keys', 'list'], ['keys', 'roll'], ['keys', 'revoke']]) {
+  for (const args of [[], ['serve'], ['migrate'], ['accounts', 'create'], ['keys', 'create'], ['keys', 'list'], ['keys', 'roll'], ['keys', 'revoke'], ['secrets', 'seal']]) {
     test(`when "${['petstore', ...args, '--help'].join(' ')}" runs, then it prints usage and exits 0`, async (t) => {
       const result = await cli([...args, '--help'], tempDb(t));
       assert.equal(result.code, 0);

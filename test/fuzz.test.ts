@@ -13,10 +13,18 @@ import { createFuzzContext, requestPlans, runPlan, summarize } from './helpers/f
 const RUNS = Number(process.env.FUZZ_RUNS ?? 3000);
 const POSTGRES_RUNS = Math.max(100, Math.round(RUNS / 10));
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
-// Rate limits out of the way: the fuzzer sends thousands of requests with two keys.
+// Rate limits out of the way: the fuzzer sends thousands of requests with two keys, and
+// thousands with wrong or missing ones from one address (the failed-authentication limit).
 // A raw request the server is still waiting on is cut off (408) after 2 s rather than 10.
 // No webhook worker: generated endpoint URLs name hosts on the internet, and tests send nothing there.
-const env = { PETSTORE_RATE_LIMIT_PER_SECOND: '1000000', PETSTORE_RATE_LIMIT_BURST: '1000000', PETSTORE_REQUEST_TIMEOUT_MS: '2000', PETSTORE_WEBHOOK_WORKER: 'false' };
+const env = {
+  PETSTORE_RATE_LIMIT_PER_SECOND: '1000000',
+  PETSTORE_RATE_LIMIT_BURST: '1000000',
+  PETSTORE_AUTH_FAILURE_LIMIT_PER_SECOND: '1000000',
+  PETSTORE_AUTH_FAILURE_LIMIT_BURST: '1000000',
+  PETSTORE_REQUEST_TIMEOUT_MS: '2000',
+  PETSTORE_WEBHOOK_WORKER: 'false',
+};
 
 async function fuzz(
   t: { after(fn: () => unknown): void; diagnostic(message: string): void },

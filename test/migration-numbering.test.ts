@@ -86,6 +86,12 @@ const WITHOUT_12 = `
   ALTER TABLE api_keys DROP COLUMN expired_use_audited_at;
 `;
 
+// And 13 (sealed webhook secrets' key ids).
+const WITHOUT_13 = `
+  ALTER TABLE webhook_endpoints DROP COLUMN secret_key_id;
+  ALTER TABLE webhook_endpoints DROP COLUMN previous_secret_key_id;
+`;
+
 function execOn(url: string, sql: string): void {
   const db = new Database(url);
   try {
@@ -95,14 +101,15 @@ function execOn(url: string, sql: string): void {
   }
 }
 
-/** Writes with the store code (that release's SQL, with 10's, 11's and 12's tables in place for the moment): pets in one batch, an order, an endpoint. */
+/** Writes with the store code (that release's SQL, with 10's to 13's tables in place for the moment): pets in one batch, an order, an endpoint. */
 async function writeData(url: string) {
   execOn(url, migrations.find((m) => m.version === 10)!.sqlite);
   execOn(url, migrations.find((m) => m.version === 11)!.sqlite);
   execOn(url, migrations.find((m) => m.version === 12)!.sqlite);
+  execOn(url, migrations.find((m) => m.version === 13)!.sqlite);
   const store = await createStore(storeConfig(url, { pgPoolMax: 2, readCache: false }));
   try {
-    assert.deepEqual(await store.pendingMigrations(), [7, 10, 11, 12], 'only the no-op, 10, 11 and 12 are pending, before anything moved');
+    assert.deepEqual(await store.pendingMigrations(), [7, 10, 11, 12, 13], 'only the no-op, 10, 11, 12 and 13 are pending, before anything moved');
     const services = await createServices({ store, clock: { now: () => Date.now() }, environment: 'production' });
     const account = await services.accounts.create('Former numbering');
     const key = (await services.apiKeys.create(account.id, 'production')).key;
@@ -116,6 +123,7 @@ async function writeData(url: string) {
     return { key, pets, order, endpoint, eventIds: events.map((e) => e.id) };
   } finally {
     await store.close();
+    execOn(url, WITHOUT_13);
     execOn(url, WITHOUT_12);
     execOn(url, WITHOUT_11);
     execOn(url, WITHOUT_10);
@@ -123,7 +131,7 @@ async function writeData(url: string) {
 }
 
 describe('upgrading a SQLite store recorded under the former numbering', () => {
-  test('when two `petstore migrate` run at once and the app starts, then the rows move to 8 and 9, only 7 (and the later 10, 11 and 12) is applied, and the data is served', async (t) => {
+  test('when two `petstore migrate` run at once and the app starts, then the rows move to 8 and 9, only 7 (and the later 10 to 13) is applied, and the data is served', async (t) => {
     const database = await sqliteBackend.createDatabase();
     const cleanups: Array<() => unknown> = [() => database.drop()];
     t.after(async () => {
@@ -138,7 +146,7 @@ describe('upgrading a SQLite store recorded under the former numbering', () => {
 
     const env = { PETSTORE_DATABASE_URL: database.url };
     const runs = await Promise.all([cliJson<{ applied: number[] }>(['migrate'], env), cliJson<{ applied: number[] }>(['migrate'], env)]);
-    assert.deepEqual(runs.flatMap((r) => r.applied).sort((x, y) => x - y), [7, 10, 11, 12], 'each of the no-op, 10, 11 and 12 applied once, by one process; 8 and 9 were not applied again');
+    assert.deepEqual(runs.flatMap((r) => r.applied).sort((x, y) => x - y), [7, 10, 11, 12, 13], 'each of the no-op, 10, 11, 12 and 13 applied once, by one process; 8 and 9 were not applied again');
 
     const rows = readRows(database.url);
     assert.deepEqual(rows.map((r) => [r.version, r.name]), migrations.map((m) => [m.version, m.name]));

@@ -11,10 +11,12 @@ import { createStore, isPostgresUrl } from '../store/index.js';
 import { sqlitePath } from '../store/sqlite/index.js';
 import { SCOPES } from '../schemas/api-keys.js';
 import { type KeyCommandOptions, KeyUsageError, runKeyCommand } from './keys.js';
+import { runSecretsCommand, SECRETS_HELP, type SecretsCommand, SecretsUsageError } from './secrets.js';
 
 class UsageError extends Error {}
 
 const HELP: Record<string, string> = {
+  ...SECRETS_HELP,
   root: `Usage: petstore <command> [options]
 
 Commands:
@@ -26,6 +28,8 @@ Commands:
   keys list --account <id>       List an account's keys (never shows secrets)
   keys roll <keyId>              Replace a key; the old one works for a while
   keys revoke <keyId>            Revoke a key
+  secrets seal                   Seal webhook signing secrets stored in plain text
+  secrets rotate-key             Re-seal them under a new key (PETSTORE_SECRET_KEY)
 
 Every command reads PETSTORE_DATABASE_URL (default ./data/petstore.db) and PETSTORE_ENV.
 Run \`petstore <command> --help\` for a command's options.`,
@@ -128,7 +132,7 @@ function required(value: string | undefined, flag: string, command: string): str
 export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   const [group, action, ...rest] = positionals;
-  const command = group === 'accounts' || group === 'keys' ? `${group} ${action ?? ''}`.trim() : (group ?? 'root');
+  const command = group === 'accounts' || group === 'keys' || group === 'secrets' ? `${group} ${action ?? ''}`.trim() : (group ?? 'root');
   const json = values.json === true;
 
   if (values.help || command === 'root') {
@@ -199,6 +203,12 @@ export async function main(argv: string[]): Promise<number> {
       print(json, value, text);
       return 0;
     }
+    case 'secrets seal':
+    case 'secrets rotate-key': {
+      const { value, text, code } = await runSecretsCommand(command as SecretsCommand, loadConfig());
+      print(json, value, text);
+      return code;
+    }
     default:
       throw new UsageError(`Unknown command "${positionals.join(' ')}".\n\n${HELP.root}`);
   }
@@ -210,12 +220,12 @@ export async function run(argv: string[]): Promise<void> {
     if (code >= 0) process.exitCode = code;
   } catch (err) {
     const message =
-      err instanceof UsageError || err instanceof KeyUsageError || err instanceof ConfigError || err instanceof ApiError
+      err instanceof UsageError || err instanceof KeyUsageError || err instanceof SecretsUsageError || err instanceof ConfigError || err instanceof ApiError
         ? err.message
         : err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')
           ? `${err.message}\n\nRun \`petstore --help\` for usage.`
           : `Unexpected error: ${err instanceof Error ? err.message : String(err)}`;
     process.stderr.write(`petstore: ${message}\n`);
-    process.exitCode = err instanceof UsageError || err instanceof KeyUsageError || (err instanceof TypeError && 'code' in err) ? 2 : 1;
+    process.exitCode = err instanceof UsageError || err instanceof KeyUsageError || err instanceof SecretsUsageError || (err instanceof TypeError && 'code' in err) ? 2 : 1;
   }
 }

@@ -45,7 +45,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(portalPlugin, { enabled: config.docs.portal });
   await app.register(apiPlugin, { clock });
   await app.register(exampleApiPlugin, config.docs);
-  if (config.http.fastPath) await app.register(fastPathPlugin, { clock, requestId, intercept });
+  if (config.http.fastPath) await app.register(fastPathPlugin, { clock, requestId, intercept, trustedProxies: config.http.trustedProxies });
   addMethodNotAllowed();
   return app;
 }

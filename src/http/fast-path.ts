@@ -40,6 +40,8 @@ export interface FastPathDeps {
   closing: () => boolean;
   /** Fastify's logger: its serializers shape the per-request line like the onResponse hook's. */
   log: FastifyBaseLogger;
+  /** The client's address as request.ip has it (X-Forwarded-For's behind a trusted proxy). */
+  clientAddress: (req: IncomingMessage) => string | undefined;
   /**
    * The store keeps no read cache (PostgreSQL): a canonical listPets or getPet is read from it
    * here (one pipelined query) instead of through Fastify, whose machinery costs more than the
@@ -68,7 +70,7 @@ interface Pending {
 }
 
 /** The onResponse hook's "request completed" line, with the fields taken as Fastify takes them. */
-function logCompleted(write: (request: CompletedRequest) => void, reqId: string, req: IncomingMessage, responseTime: number): void {
+function logCompleted(write: (request: CompletedRequest) => void, remoteAddress: string | undefined, reqId: string, req: IncomingMessage, responseTime: number): void {
   const headers = req.headers;
   write({
     reqId,
@@ -76,7 +78,7 @@ function logCompleted(write: (request: CompletedRequest) => void, reqId: string,
     url: req.url,
     version: headers['accept-version'],
     host: headers.host ?? headers[':authority'] ?? '',
-    remoteAddress: req.socket.remoteAddress,
+    remoteAddress,
     remotePort: req.socket.remotePort,
     statusCode: 200,
     responseTime,
@@ -250,12 +252,15 @@ class FastPath {
       headers.push('deprecation', deprecation.deprecation, 'sunset', deprecation.sunset, 'link', deprecation.link);
     }
     headers.push('content-length', String(Buffer.byteLength(body)));
+    // Read before the answer: once the connection closes, its address is gone.
+    const logging = writesAt(log, 'info');
+    const address = logging ? this.deps.clientAddress(req) : undefined;
     res.writeHead(200, headers);
     res.end(body);
     const ms = performance.now() - start;
     (taken.kind === 'getPet' ? this.recordPet : this.recordList)(ms);
     this.deps.answered.count++;
-    if (writesAt(log, 'info')) logCompleted(this.writeRequestLine, reqId, req, ms);
+    if (logging) logCompleted(this.writeRequestLine, address, reqId, req, ms);
     return true;
   }
 

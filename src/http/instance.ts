@@ -1,5 +1,6 @@
 // The Fastify instance: its Node server (timeouts, CONNECT, Expect), request ids, logging, and the
 // slot through which the fast path (src/http/fast-path.ts) sees requests before Fastify does.
+import proxyAddr from '@fastify/proxy-addr';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -37,7 +38,17 @@ export interface Instance {
   intercept: (interceptor: Interceptor) => void;
 }
 
-export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTimeoutMs'>, logger: FastifyBaseLogger): Instance {
+/**
+ * The client's address as Fastify's request.ip gives it (trustProxy with the same list), for
+ * what answers outside Fastify (the fast path's log line).
+ */
+export function clientAddressOf(trustedProxies: readonly string[]): (req: IncomingMessage) => string | undefined {
+  if (trustedProxies.length === 0) return (req) => req.socket.remoteAddress;
+  const trust = proxyAddr.compile([...trustedProxies]);
+  return (req) => proxyAddr(req, trust);
+}
+
+export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTimeoutMs'> & Partial<Pick<HttpConfig, 'trustedProxies'>>, logger: FastifyBaseLogger): Instance {
   const newRequestId = requestIdGenerator();
   const requestId = (given: string | string[] | undefined): string =>
     // A key pasted here by mistake would be echoed and logged on every line: never accept one.
@@ -46,6 +57,8 @@ export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTime
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: http.bodyLimit,
+    // request.ip is X-Forwarded-For's client only behind a listed proxy: anyone else could name any address.
+    trustProxy: http.trustedProxies && http.trustedProxies.length > 0 ? [...http.trustedProxies] : false,
     requestIdHeader: false,
     genReqId: (req: IncomingMessage) => requestId(req.headers['x-request-id']),
     childLoggerFactory: lazyChildLoggerFactory,

@@ -115,7 +115,11 @@ export function commonErrors(extraHeaders: HeaderSpec = {}) {
   };
 }
 
-export const HealthBody = Type.Object({ status: Type.String() });
+export const HealthBody = Type.Object({
+  status: Type.String(),
+  /** What an operator should know although the instance is ready (webhook secrets stored plain). */
+  details: Type.Optional(Type.Array(Type.String())),
+});
 
 /** Stability marker for an operation's schema; operations without it are stable. */
 export type Stability = 'experimental' | 'beta';

@@ -226,6 +226,7 @@ class DeliveryWorker {
     if (d.disabled) {
       return { jobId: d.jobId, accountId: d.accountId, endpointId: d.endpointId, eventSeq: d.eventSeq, outcome: 'skipped', at, error: 'endpoint_disabled' };
     }
+    if (d.secret === undefined) return this.unsigned(d, at);
     const body = eventJson(d.event);
     const timestamp = Math.floor(startedAt / 1000);
     const secrets = d.previousSecret !== undefined && (d.previousSecretExpiresAt ?? 0) > startedAt ? [d.secret, d.previousSecret] : [d.secret];
@@ -246,6 +247,18 @@ class DeliveryWorker {
     const record = outcomeOf(d, result, at, clock.now(), options.schedule, (attempt) => this.delayBefore(attempt));
     counters.attempt(record.outcome, seconds);
     if (record.outcome === 'gone') counters.endpointDisabled();
+    return record;
+  }
+
+  /** A delivery whose secret cannot be opened (a wrong or missing sealing key) fails unsent, on the schedule: an operator's fix lets its retries through. */
+  private unsigned(d: ClaimedDelivery, at: string): AttemptRecord {
+    const { clock, counters, options, log } = this.deps;
+    log.error(
+      { accountId: d.accountId, endpointId: d.endpointId, deliveryId: d.deliveryId, eventId: d.event.id, category: 'signing_failed', reason: d.secretProblem },
+      'webhook attempt not sent: its signing secret cannot be opened; check PETSTORE_SECRET_KEY (and PETSTORE_SECRET_KEY_PREVIOUS during a key rotation)',
+    );
+    const record = outcomeOf(d, { kind: 'error', category: 'signing_failed', reason: d.secretProblem ?? '' }, at, clock.now(), options.schedule, (attempt) => this.delayBefore(attempt));
+    counters.attempt(record.outcome, undefined);
     return record;
   }
 

@@ -1,6 +1,7 @@
 // Picks the backend from the database URL.
 import type { DatabaseConfig, EventsConfig } from '../config.js';
-import { createSqliteStore } from './sqlite/index.js';
+import { type SecretsConfig, sealingFor } from '../webhooks/secret-keys.js';
+import { createSqliteStore, sqlitePath } from './sqlite/index.js';
 import type { Store } from './types.js';
 
 export type { Store } from './types.js';
@@ -9,11 +10,26 @@ export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url);
 }
 
-export async function createStore({ database, events }: { database: DatabaseConfig; events: Pick<EventsConfig, 'enabled'> }): Promise<Store> {
+export interface StoreRole {
+  /** A long-running server or worker (not a CLI command): SQLite checkpoints from a thread. */
+  server?: boolean;
+}
+
+/** `secrets`: the sealing keys (config.secrets); without it, as with none set (SQLite: the key file). */
+export async function createStore(
+  { database, events, secrets }: { database: DatabaseConfig; events: Pick<EventsConfig, 'enabled'>; secrets?: SecretsConfig },
+  role: StoreRole = {},
+): Promise<Store> {
   if (isPostgresUrl(database.url)) {
+    const sealing = sealingFor(secrets, undefined);
     // Loaded on demand so SQLite deployments never load pg.
     const { createPostgresStore } = await import('./postgres/index.js');
-    return createPostgresStore(database.url, { poolMax: database.pgPoolMax, pipelineConnections: database.pgPipelineConnections, events: events.enabled });
+    const store = createPostgresStore(database.url, {
+      poolMax: database.pgPoolMax, pipelineConnections: database.pgPipelineConnections, events: events.enabled, secrets: sealing.box,
+    });
+    store.secretsWarning = sealing.warning;
+    return store;
   }
-  return createSqliteStore(database.url, { readCache: database.readCache, events: events.enabled });
+  const sealing = sealingFor(secrets, sqlitePath(database.url));
+  return createSqliteStore(database.url, { readCache: database.readCache, events: events.enabled, secrets: sealing.box, checkpointThread: role.server === true });
 }

@@ -149,9 +149,19 @@ export function petOfArray(row: unknown[]): Pet {
 export interface PetBackend {
   /** Writes a group commit's batch in one transaction, with the pets' pet.created events (see GroupCommitOptions). */
   writeBatch(items: readonly PetCreate[]): Promise<Array<Pet | Error>>;
+  /** Writes these columns of each pet (rows locked in `tx`): the SQL that performs best differs. */
+  writeColumns(tx: Sql, accountId: string, columns: readonly PetColumn[], pets: readonly Pet[]): Promise<void>;
   /** Told before any caller hears back that a commit added pets to these accounts, or changed one pet. */
   wrote?(accountId: string, petId?: number): void;
 }
+
+/** The columns a PATCH can change, and each one's value in a pet. */
+export const PET_COLUMN_VALUES = {
+  name: (pet: Pet) => pet.name,
+  category_id: (pet: Pet) => pet.categoryId,
+  status: (pet: Pet) => pet.status ?? null,
+} as const;
+export type PetColumn = keyof typeof PET_COLUMN_VALUES;
 
 /** Each category's net change of pets for these moves, in ascending id (a fixed lock order), zeros left out. */
 function netCategoryCounts(accountId: string, moves: ReadonlyArray<{ before: Pet; after: Pet }>) {
@@ -166,28 +176,18 @@ function netCategoryCounts(accountId: string, moves: ReadonlyArray<{ before: Pet
     .map(([categoryId, count]) => ({ accountId, categoryId, count }));
 }
 
-/** A row of typed parameters: both backends read CAST(? AS BIGINT) as an integer. */
-const TYPED_ROW = '(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT))';
-
-/** PetRepository.updateMany: one UPDATE of every changed pet, then the account's counters. */
+/** PetRepository.updateMany: one write of every changed pet, then the account's counters. */
 async function updatePets(tx: Sql, accountId: string, changes: ReadonlyArray<{ before: Pet; after: Pet }>, backend: PetBackend): Promise<void> {
   if (changes.length === 0) return;
-  const values = changes.flatMap(({ after }) => [after.id, after.name, after.categoryId, after.status ?? null]);
   const statusMoves = changes.filter(({ before, after }) => before.status !== after.status);
   const categoryMoves = changes.filter(({ before, after }) => before.categoryId !== after.categoryId);
-  // Only the columns some pet changes: SQLite rewrites the index entries of every column set.
-  const set = [
-    changes.some(({ before, after }) => before.name !== after.name) && 'name = u.name',
-    categoryMoves.length > 0 && 'category_id = u.category_id',
-    statusMoves.length > 0 && 'status = u.status',
-  ].filter(Boolean);
-  if (set.length > 0) {
-    await tx.run(
-      `WITH u (id, name, category_id, status) AS (VALUES ${Array(changes.length).fill(TYPED_ROW).join(', ')}) ` +
-        `UPDATE pets SET ${set.join(', ')} FROM u WHERE pets.account_id = ? AND pets.id = u.id`,
-      [...values, accountId],
-    );
-  }
+  // Only the columns some pet changes: an index entry is rewritten for every indexed column set.
+  const columns = ([
+    changes.some(({ before, after }) => before.name !== after.name) && 'name',
+    categoryMoves.length > 0 && 'category_id',
+    statusMoves.length > 0 && 'status',
+  ] as const).filter((column): column is PetColumn => column !== false);
+  if (columns.length > 0) await backend.writeColumns(tx, accountId, columns, changes.map(({ after }) => after));
   // The account's row before any category's, as creates and deletes take them: otherwise two
   // changes can each hold what the other waits for (PostgreSQL aborts one: deadlock detected).
   if (statusMoves.length > 0 || categoryMoves.length > 0) {

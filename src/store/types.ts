@@ -43,6 +43,14 @@ export interface Store {
   readonly events: EventRepository;
   readonly webhooks: WebhookRepository;
   readonly auditLog: AuditLogRepository;
+  /** Said at start and on /readyz while webhook signing secrets are stored plain (PostgreSQL without PETSTORE_SECRET_KEY). */
+  secretsWarning?: string | undefined;
+  /**
+   * SQLite: rewrites the file (VACUUM) and empties the WAL, so no replaced or deleted value
+   * (a plain-text secret before sealing) stays readable in either. Undefined on PostgreSQL.
+   * Resolves false when the WAL could not be emptied (a reader held it): run it again.
+   */
+  compact?(): Promise<boolean>;
   /** Connection pool usage, for backends that pool connections. */
   poolStats?(): PoolStats;
   /**

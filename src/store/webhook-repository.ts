@@ -4,7 +4,9 @@
 import type { DeliveryStatus, EventType } from '../schemas/events.js';
 import type { Sql, SqlDatabase } from './core/sql.js';
 import { eventAt, type EventRow, holds, idIn, runData, runOf } from './event-log.js';
-import type { AlsoInTransaction, AttemptRecord, ClaimedDelivery, ListDeliveriesQuery, NewWebhookEndpointRecord, StoredDelivery, StoredWebhookEndpoint, WebhookEndpointPatch, WebhookRepository, WebhookStats } from './webhooks.js';
+import type { AlsoInTransaction, AttemptRecord, ClaimedDelivery, ListDeliveriesQuery, StoredDelivery, StoredWebhookEndpoint, WebhookEndpointPatch, WebhookRepository, WebhookStats } from './webhooks.js';
+import type { Sealed, SecretBox } from '../webhooks/secret-box.js';
+import { openedSecrets, resealSecrets, type SealedEndpointRecord } from './webhook-secrets.js';
 
 export interface EndpointRow {
   seq: number;
@@ -14,14 +16,12 @@ export interface EndpointRow {
   description: string | null;
   disabled: number | boolean;
   disabled_reason: string | null;
-  secret: string;
-  previous_secret: string | null;
   previous_secret_expires_at: number | null;
   created_at: string;
 }
 
-export const ENDPOINT_COLUMNS =
-  'seq, id, url, event_mask, description, disabled, disabled_reason, secret, previous_secret, previous_secret_expires_at, created_at';
+// Secrets are not among them: only the delivery worker's claims open them (CLAIMED_COLUMNS).
+export const ENDPOINT_COLUMNS = 'seq, id, url, event_mask, description, disabled, disabled_reason, previous_secret_expires_at, created_at';
 
 const toEndpoint = (row: EndpointRow): StoredWebhookEndpoint => ({
   seq: row.seq,
@@ -31,8 +31,6 @@ const toEndpoint = (row: EndpointRow): StoredWebhookEndpoint => ({
   description: row.description ?? undefined,
   disabled: Boolean(row.disabled),
   disabledReason: row.disabled_reason ?? undefined,
-  secret: row.secret,
-  previousSecret: row.previous_secret ?? undefined,
   previousSecretExpiresAt: row.previous_secret_expires_at ?? undefined,
   createdAt: row.created_at,
 });
@@ -84,7 +82,9 @@ export interface ClaimedRow {
   url: string;
   disabled: number | boolean;
   secret: string;
+  secret_key_id: string | null;
   previous_secret: string | null;
+  previous_secret_key_id: string | null;
   previous_secret_expires_at: number | null;
   run_seq: number | null;
   run_span: number | null;
@@ -97,8 +97,8 @@ export interface ClaimedRow {
 
 /** What a claim selects for a job j (CLAIMED_JOINS). */
 export const CLAIMED_COLUMNS =
-  'j.id AS job_id, d.id AS delivery_id, d.account_id, d.endpoint_id, d.event_seq, d.attempts, d.single_attempt, w.url, w.disabled, w.secret, ' +
-  'w.previous_secret, w.previous_secret_expires_at, e.seq AS run_seq, e.span AS run_span, e.id AS run_id, e.more_ids AS run_more_ids, ' +
+  'j.id AS job_id, d.id AS delivery_id, d.account_id, d.endpoint_id, d.event_seq, d.attempts, d.single_attempt, w.url, w.disabled, w.secret, w.secret_key_id, ' +
+  'w.previous_secret, w.previous_secret_key_id, w.previous_secret_expires_at, e.seq AS run_seq, e.span AS run_span, e.id AS run_id, e.more_ids AS run_more_ids, ' +
   'e.type AS event_type, e.created_at AS event_created_at, e.data AS event_data';
 
 /** SQL: a job j joined to its pending delivery d, d's endpoint w, and the log's row e holding d's event. */
@@ -108,9 +108,10 @@ export const CLAIMED_JOINS = `LEFT JOIN webhook_deliveries d ON d.endpoint_id = 
 
 /**
  * Claimed rows to deliveries; a row whose delivery or event is gone (finished meanwhile, or
- * pruned) is left out and its job id returned in `orphans`. A run's data is parsed once.
+ * pruned) is left out and its job id returned in `orphans`. A run's data is parsed once; the
+ * secrets are opened here (a secret that cannot be opened fails that delivery, not the claim).
  */
-export function toClaimedDeliveries(rows: readonly ClaimedRow[], leasedUntil: number): { claimed: ClaimedDelivery[]; orphans: number[] } {
+export function toClaimedDeliveries(rows: readonly ClaimedRow[], leasedUntil: number, secrets: SecretBox): { claimed: ClaimedDelivery[]; orphans: number[] } {
   const claimed: ClaimedDelivery[] = [];
   const orphans: number[] = [];
   const runs = new Map<string, string[]>();
@@ -137,8 +138,7 @@ export function toClaimedDeliveries(rows: readonly ClaimedRow[], leasedUntil: nu
       singleAttempt: Boolean(row.single_attempt),
       url: row.url,
       disabled: Boolean(row.disabled),
-      secret: row.secret,
-      previousSecret: row.previous_secret ?? undefined,
+      ...openedSecrets(secrets, row, row.endpoint_id),
       previousSecretExpiresAt: row.previous_secret_expires_at ?? undefined,
       event: eventAt(run, row.event_seq, data),
     });
@@ -210,11 +210,12 @@ export interface WebhookSql {
   countEndpoints(tx: Sql, accountId: string): Promise<number>;
   nextEndpointSeq(tx: Sql, accountId: string): Promise<number>;
   /** Its cursor at the account's last event: deliveries start with the next one. */
-  insertEndpoint(tx: Sql, accountId: string, seq: number, endpoint: NewWebhookEndpointRecord): Promise<EndpointRow>;
+  insertEndpoint(tx: Sql, accountId: string, seq: number, endpoint: SealedEndpointRecord): Promise<EndpointRow>;
   endpoint(accountId: string, id: string): Promise<EndpointRow | undefined>;
   endpoints(accountId: string, afterSeq: number, limit: number): Promise<EndpointRow[]>;
   updateEndpoint(tx: Sql, accountId: string, id: string, changes: EndpointChanges): Promise<EndpointRow | undefined>;
-  rotateSecret(tx: Sql, accountId: string, id: string, secret: string, previousExpiresAt: number): Promise<EndpointRow | undefined>;
+  /** The current secret (and its key id) becomes the previous one; `secret` the current one. */
+  rotateSecret(tx: Sql, accountId: string, id: string, secret: Sealed, previousExpiresAt: number): Promise<EndpointRow | undefined>;
   deleteEndpointJobs(tx: Sql, accountId: string, id: string): Promise<void>;
   /** With its deliveries; false when there was none. */
   deleteEndpoint(tx: Sql, accountId: string, id: string): Promise<boolean>;
@@ -303,7 +304,7 @@ async function changed(tx: Sql, row: EndpointRow | undefined, also: AlsoInTransa
   return row && toEndpoint(row);
 }
 
-export function createWebhookRepository(db: Pick<SqlDatabase, 'transaction' | 'run'>, sql: WebhookSql): WebhookRepository {
+export function createWebhookRepository(db: Pick<SqlDatabase, 'transaction' | 'run' | 'all'>, sql: WebhookSql, secrets: SecretBox): WebhookRepository {
   const endpoint = (row: EndpointRow | undefined) => row && toEndpoint(row);
   return {
     createEndpoint: (accountId, e, max, also) =>
@@ -311,7 +312,8 @@ export function createWebhookRepository(db: Pick<SqlDatabase, 'transaction' | 'r
         // The account's lock serializes its creates, so the limit holds under concurrency; the
         // counter moves only for an endpoint that is made.
         if (!(await sql.lockAccount(tx, accountId)) || (await sql.countEndpoints(tx, accountId)) >= max) return undefined;
-        const made = toEndpoint(await sql.insertEndpoint(tx, accountId, await sql.nextEndpointSeq(tx, accountId), e));
+        const sealed = { ...e, secret: secrets.seal(e.secret, e.id) };
+        const made = toEndpoint(await sql.insertEndpoint(tx, accountId, await sql.nextEndpointSeq(tx, accountId), sealed));
         await also?.(tx);
         return made;
       }),
@@ -330,12 +332,12 @@ export function createWebhookRepository(db: Pick<SqlDatabase, 'transaction' | 'r
         return deleted;
       }),
     rotateSecret: (accountId, id, secret, previousExpiresAt, also) =>
-      db.transaction(async (tx) => changed(tx, await sql.rotateSecret(tx, accountId, id, secret, previousExpiresAt), also)),
+      db.transaction(async (tx) => changed(tx, await sql.rotateSecret(tx, accountId, id, secrets.seal(secret, id), previousExpiresAt), also)),
     listDeliveries: async (query) => (await sql.deliveries({ ...query, afterSeq: Math.floor(query.afterSeq ?? 0) })).map(toDelivery),
     retryDelivery: (accountId, endpointId, id, now) => db.transaction((tx) => retryDelivery(tx, sql, accountId, endpointId, id, now)),
     fanOut: (max) => fanOut(db, sql, max),
     async claim(now, leaseMs, max, busyEndpoints, busyAccounts = []) {
-      const { claimed, orphans } = toClaimedDeliveries(await sql.lease(now, leaseMs, max, busyEndpoints, busyAccounts), now + leaseMs);
+      const { claimed, orphans } = toClaimedDeliveries(await sql.lease(now, leaseMs, max, busyEndpoints, busyAccounts), now + leaseMs, secrets);
       // A delivery finished or deleted meanwhile, or an event pruned: nothing left to do.
       if (orphans.length > 0) await sql.deleteJobs(orphans);
       return claimed;
@@ -351,5 +353,6 @@ export function createWebhookRepository(db: Pick<SqlDatabase, 'transaction' | 'r
       if (records.length > 0) await sql.settle(records.map(settle));
     },
     stats: async () => statsOf(await sql.stats()),
+    resealSecrets: (scope) => resealSecrets(db, secrets, scope),
   };
 }

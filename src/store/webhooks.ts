@@ -20,8 +20,6 @@ export interface StoredWebhookEndpoint {
   description: string | undefined;
   disabled: boolean;
   disabledReason: string | undefined;
-  secret: string;
-  previousSecret: string | undefined;
   /** Epoch ms until which the previous secret still signs. */
   previousSecretExpiresAt: number | undefined;
   createdAt: string;
@@ -81,9 +79,11 @@ export interface ClaimedDelivery {
   singleAttempt: boolean;
   url: string;
   disabled: boolean;
-  secret: string;
+  /** Opened for signing; undefined when it could not be (secretProblem says why): the attempt fails unsent. */
+  secret: string | undefined;
   previousSecret: string | undefined;
   previousSecretExpiresAt: number | undefined;
+  secretProblem?: string | undefined;
   event: StoredEvent;
 }
 
@@ -145,4 +145,15 @@ export interface WebhookRepository {
   record(records: readonly AttemptRecord[]): Promise<void>;
   /** The backlog: deliveries with a job, and events past an enabled endpoint's cursor. */
   stats(): Promise<WebhookStats>;
+  /**
+   * Seals secrets under the current key, online: `plain` those stored plain, `other-keys` every
+   * one not under the current key (a key rotation). Rows whose secrets cannot be opened are counted, not changed.
+   */
+  resealSecrets(scope: 'plain' | 'other-keys'): Promise<ResealReport>;
+}
+
+export interface ResealReport {
+  resealed: number;
+  /** Endpoint ids whose secrets no key of this process opens (left as they are). */
+  unopenable: string[];
 }

@@ -9,10 +9,11 @@ import { ERROR_CODES } from '../../src/errors.js';
 import { SCOPES } from '../../src/schemas/api-keys.js';
 import { EVENT_TYPES } from '../../src/schemas/events.js';
 import { allOperations, type OpenApiDocument } from '../../src/http/portal/document.js';
+import { PAGES } from '../../src/http/portal/layout.js';
 import { sharedAppWithKey, type TestApp } from '../helpers/app.js';
 import { browserSkip, launchChromium, SCREENSHOTS_DIR } from '../helpers/browser.js';
 
-const NAV = ['Reference', 'Quickstart', 'Webhooks', 'Keys', 'Errors', 'Deprecations', 'openapi.json', 'Example API openapi.json'];
+const NAV = [...PAGES.map((p) => p.label), 'openapi.json', 'Example API openapi.json'];
 
 /** Swagger UI's element for an operation (its deep-link id). */
 const operationBlock = (page: Page, tag: string, operationId: string) => page.locator(`#operations-${tag}-${operationId}`);

@@ -8,11 +8,16 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../../src/errors.js';
 import { deprecationsList } from '../../src/http/portal/deprecations-page.js';
 import { errorsTable } from '../../src/http/portal/errors-page.js';
+import { allOperations, type OpenApiDocument } from '../../src/http/portal/document.js';
+import { PAGES as NAVIGATION } from '../../src/http/portal/layout.js';
 import { markdown } from '../../src/http/portal/markdown.js';
+import { resourceGroups } from '../../src/http/portal/reference-page.js';
+import { webhookEventsSection } from '../../src/http/portal/webhook-events.js';
+import { EVENT_TYPES } from '../../src/schemas/events.js';
 import { sharedApp, startApp } from '../helpers/app.js';
 
-const PAGES = ['/docs', '/docs/quickstart', '/docs/webhooks', '/docs/keys', '/docs/errors', '/docs/deprecations'];
-const ASSETS = ['/docs/assets/swagger-ui-bundle.js', '/docs/assets/swagger-ui.css', '/docs/assets/reference.js', '/docs/assets/portal.css'];
+const PAGES = NAVIGATION.map((page) => page.href);
+const ASSETS = ['/docs/assets/swagger-ui-bundle.js', '/docs/assets/swagger-ui.css', '/docs/assets/reference.js', '/docs/assets/portal.css', '/docs/assets/portal.js'];
 
 /** A GET that keeps the body as bytes and decodes nothing (fetch would undo Content-Encoding). */
 function rawGet(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
@@ -181,12 +186,57 @@ describe('developer portal over HTTP', () => {
   test('when the reference page is read, then it has one section per API, each naming its document and this server\'s base path', async () => {
     const app = await getApp();
     const html = (await rawGet(`${app.url}/docs`)).body.toString('utf8');
-    const sections = [...html.matchAll(/<section class="reference-api" id="([^"]+)"[^>]* data-document="([^"]+)" data-server="([^"]+)">/g)].map((m) => m.slice(1));
+    const sections = [...html.matchAll(/<section class="reference-api" id="([^"]+)"[^>]* data-document="([^"]+)" data-server="([^"]+)"[^>]*>/g)].map((m) => m.slice(1));
     assert.deepEqual(sections, [
       ['petstore-api', '/v1/openapi.json', '/v1'],
       ['example-api', '/example/v1/openapi.json', '/example/v1'],
     ]);
     for (const [, document] of sections) assert.equal((await rawGet(app.url + document!)).status, 200, document);
+  });
+
+  test('when the reference page is read, then it groups every operation under one resource, in the page order, each linked from the contents', async () => {
+    const app = await getApp();
+    const html = (await rawGet(`${app.url}/docs`)).body.toString('utf8');
+    const docs = [(await app.request('GET', '/v1/openapi.json')).body, (await app.request('GET', '/example/v1/openapi.json')).body] as OpenApiDocument[];
+    const groups = docs.map(resourceGroups);
+    assert.deepEqual(groups.map((g) => g.map((r) => r.name)), [
+      ['Pets', 'Categories', 'Orders', 'Events', 'Webhook endpoints', 'API keys', 'Audit log'],
+      ['Messages'],
+    ]);
+    for (const [i, doc] of docs.entries()) {
+      const grouped = groups[i]!.flatMap((g) => g.operations).toSorted();
+      assert.deepEqual(grouped, allOperations([doc]).map((op) => `${op.method.toLowerCase()} ${op.path}`).toSorted(), 'each operation once');
+    }
+    assert.ok(groups[0]!.find((g) => g.name === 'Orders')!.operations.includes('get /store/orders'));
+    assert.ok(groups[0]!.find((g) => g.name === 'Pets')!.operations.includes('get /store/inventory'));
+    assert.equal(groups[0]!.find((g) => g.name === 'Orders')!.guide, '/docs/orders');
+    for (const group of groups.flat()) assert.match(html, new RegExp(`<a href="#resource-${group.id}">${group.name}</a>`));
+    // The page hands the groups to reference.js as they are.
+    const attribute = /id="petstore-api"[^>]* data-groups="([^"]*)"/.exec(html)?.[1] ?? '';
+    assert.deepEqual(JSON.parse(attribute.replace(/&quot;/g, '"').replace(/&amp;/g, '&')), groups[0]);
+  });
+
+  test("when the reference page is read, then it shows each x-webhooks event kind with its payload's fields and the signature headers", async () => {
+    const app = await getApp();
+    const html = (await rawGet(`${app.url}/docs`)).body.toString('utf8');
+    const section = /<section class="webhook-events" id="webhook-events"[^]*?<\/section>/.exec(html)?.[0] ?? '';
+    assert.deepEqual([...section.matchAll(/<article class="webhook-event" id="webhook-([a-z_.]+)">/g)].map((m) => m[1]), [...EVENT_TYPES]);
+    for (const header of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) assert.match(section, new RegExp(`<td><code>${header}</code></td>`));
+    const changed = /<article class="webhook-event" id="webhook-pet\.status_changed">[^]*?<\/article>/.exec(section)?.[0] ?? '';
+    assert.match(changed, /Body: <code>PetStatusChangedEvent<\/code>/);
+    assert.match(changed, /<td><code>type<\/code><\/td><td><code>&quot;pet\.status_changed&quot;<\/code><\/td>/);
+    assert.match(changed, /<td><code>data\.object<\/code><\/td><td><code>Pet<\/code><\/td>/);
+    assert.match(changed, /<td><code>data\.previousStatus<\/code>/);
+    assert.match(html, /<a href="#webhook-events">Webhook events<\/a>/);
+  });
+
+  test('when the errors page lists more than four operations for a code, then they fold behind a summary', async () => {
+    const app = await getApp();
+    const html = (await rawGet(`${app.url}/docs/errors`)).body.toString('utf8');
+    const row = /<tr id="invalid_request">[^]*?<\/tr>/.exec(html)?.[0] ?? '';
+    const count = Number(/<summary>(\d+) operations<\/summary>/.exec(row)?.[1]);
+    assert.ok(count > 4, row);
+    assert.equal(row.match(/<a href="\/docs#\//g)?.length, count);
   });
 
   test('when the document or the Markdown holds HTML, then the pages show it as text', () => {
@@ -207,7 +257,8 @@ describe('developer portal over HTTP', () => {
         },
       },
     };
-    for (const html of [deprecationsList([doc]), errorsTable([doc]), markdown.render(`# ${hostile}\n\n${hostile}\n\n[x](javascript:alert(3))`)]) {
+    const hooks = { ...doc, 'x-webhooks': { [hostile]: { post: { description: hostile, 'x-stability': hostile, parameters: [{ name: hostile, description: hostile }] } } } };
+    for (const html of [deprecationsList([doc]), errorsTable([doc]), webhookEventsSection(hooks), markdown.render(`# ${hostile}\n\n${hostile}\n\n[x](javascript:alert(3))`)]) {
       assert.doesNotMatch(html, /<script|<img|href="javascript:/i, html);
       assert.match(html, /&lt;script&gt;/);
     }

@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isDeepStrictEqual } from 'node:util';
 import { codeBlocks } from '../../src/http/portal/markdown.js';
 import { PAGES_DIR } from '../../src/http/portal/plugin.js';
+import { jsonLines, matchesDocumented, servedBlocks } from '../helpers/doc-blocks.js';
 import { type ServerProcess, startServerProcess } from '../helpers/process.js';
 
 /** The address the blocks are written for (`npm start`'s default). */
@@ -24,11 +24,8 @@ const SPEC_MESSAGING_EXAMPLE =
 
 type Message = { id: string; message: string; status: string; createdAt: string; deliveredAt?: string };
 
-const decodeHtml = (html: string) =>
-  html.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
-
 /** The code blocks as the page shows them. */
-const pageBlocks = (html: string) => [...html.matchAll(/<pre><code[^>]*>([^]*?)<\/code><\/pre>/g)].map((m) => decodeHtml(m[1]!));
+const pageBlocks = (html: string) => servedBlocks(html).map((b) => b.code);
 
 /** The README's "Try it" section, up to the next second-level heading. */
 function readmeTryIt(): string {
@@ -56,39 +53,6 @@ async function runInOneShell(blocks: string[], env: Record<string, string>): Pro
   const parts = stdout.split(`\n${DONE}\n`);
   return { outputs: parts.slice(0, -1), code, stderr };
 }
-
-/**
- * Whether a printed value is what a `# {…}` comment documents. In a documented string, `…`
- * stands for any text (ids and instants differ on every run); everything else is exact, and
- * objects have exactly the documented fields.
- */
-function matchesDocumented(documented: unknown, printed: unknown): boolean {
-  if (typeof documented === 'string' && documented.includes('…')) {
-    const pattern = documented.split('…').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^]*');
-    return typeof printed === 'string' && new RegExp(`^${pattern}$`).test(printed);
-  }
-  if (Array.isArray(documented)) {
-    return Array.isArray(printed) && documented.length === printed.length && documented.every((d, i) => matchesDocumented(d, printed[i]));
-  }
-  if (typeof documented === 'object' && documented !== null) {
-    if (typeof printed !== 'object' || printed === null || Array.isArray(printed)) return false;
-    const keys = Object.keys(documented);
-    return isDeepStrictEqual(keys.toSorted(), Object.keys(printed).toSorted()) &&
-      keys.every((key) => matchesDocumented((documented as Record<string, unknown>)[key], (printed as Record<string, unknown>)[key]));
-  }
-  return isDeepStrictEqual(documented, printed);
-}
-
-const jsonLines = (text: string): unknown[] =>
-  text.split('\n').flatMap((line) => {
-    const trimmed = line.trim();
-    if (!/^[[{]/.test(trimmed)) return [];
-    try {
-      return [JSON.parse(trimmed) as unknown];
-    } catch {
-      return [];
-    }
-  });
 
 describe('quickstart', () => {
   let dir: string;

@@ -983,10 +983,10 @@ export interface components {
          */
         WebhookDeliveryStatus: "pending" | "succeeded" | "failed";
         /**
-         * @description Why the last attempt failed. `address_not_allowed`: the host resolved to (or is) an address deliveries may not reach; `dns_failure`: the host did not resolve; `connection_failed`: the connection was refused, reset or closed before an answer; `timeout`: no answer in time; `tls_error`: the TLS handshake or certificate failed; `invalid_response`: the answer was not valid HTTP; `response_too_large`: the answer's headers were too large; `http_status`: the receiver answered a status that is not 2xx (`lastResponseStatus`; a 3xx is a redirect, never followed); `endpoint_disabled`: the endpoint was disabled before the attempt. Addresses, host names and ports are never shown: the server's log has the detail, with the endpoint and delivery ids.
+         * @description Why the last attempt failed. `address_not_allowed`: the host resolved to (or is) an address deliveries may not reach; `dns_failure`: the host did not resolve; `connection_failed`: the connection was refused, reset or closed before an answer; `timeout`: no answer in time; `tls_error`: the TLS handshake or certificate failed; `invalid_response`: the answer was not valid HTTP; `response_too_large`: the answer's headers were too large; `http_status`: the receiver answered a status that is not 2xx (`lastResponseStatus`; a 3xx is a redirect, never followed); `endpoint_disabled`: the endpoint was disabled before the attempt; `signing_failed`: the service could not open the endpoint's signing secret (its operators are told), so nothing was sent; retried on the schedule. Addresses, host names and ports are never shown: the server's log has the detail, with the endpoint and delivery ids.
          * @enum {string}
          */
-        WebhookDeliveryError: "address_not_allowed" | "dns_failure" | "connection_failed" | "timeout" | "tls_error" | "invalid_response" | "response_too_large" | "http_status" | "endpoint_disabled";
+        WebhookDeliveryError: "address_not_allowed" | "dns_failure" | "connection_failed" | "timeout" | "tls_error" | "invalid_response" | "response_too_large" | "http_status" | "endpoint_disabled" | "signing_failed";
         /** @description One event to one endpoint, with its attempts. */
         WebhookDelivery: {
             /**

@@ -7,7 +7,7 @@ import { sharedSchemas } from '../../schemas/index.js';
 import { messageSchemas } from '../../schemas/messages.js';
 import type { Services } from '../../services/index.js';
 import type { RateLimiter } from '../../services/rate-limit.js';
-import { createAuthHook } from '../plugins/auth.js';
+import { type AuthFailureLimit, createAuthHook } from '../plugins/auth.js';
 import type { Metrics } from '../plugins/metrics.js';
 import { registerOpenApiDocument } from '../plugins/openapi.js';
 import { createRateLimitHook } from '../plugins/rate-limit.js';
@@ -29,12 +29,13 @@ export interface ExampleApiOptions {
   config: Pick<DocsConfig, 'exampleApiUrl'>;
   services: Services;
   rateLimiter: RateLimiter;
+  authFailureLimit: AuthFailureLimit;
   metrics: Metrics;
   /** Receives the served document (for the developer portal's generated pages). */
   onDocument?: (document: () => Record<string, unknown>) => void;
 }
 
-export const exampleApi: FastifyPluginAsyncTypebox<ExampleApiOptions> = async (app, { config, services, rateLimiter, metrics, onDocument }) => {
+export const exampleApi: FastifyPluginAsyncTypebox<ExampleApiOptions> = async (app, { config, services, rateLimiter, authFailureLimit, metrics, onDocument }) => {
   for (const schema of messageSchemas) app.addSchema(schema);
   app.setValidatorCompiler(createValidatorCompiler([...sharedSchemas, ...messageSchemas]));
   const document = await registerOpenApiDocument(app, {
@@ -47,7 +48,7 @@ export const exampleApi: FastifyPluginAsyncTypebox<ExampleApiOptions> = async (a
   });
   onDocument?.(document);
   await app.register(async (api) => {
-    api.addHook('onRequest', createAuthHook(services.apiKeys));
+    api.addHook('onRequest', createAuthHook(services.apiKeys, authFailureLimit));
     api.addHook('onRequest', createRateLimitHook(rateLimiter, metrics));
     await api.register(messageRoutes, { services });
   });

@@ -1,10 +1,12 @@
 // Bearer authentication. Runs as an onRequest hook, so it precedes body parsing and
 // validation: an unauthenticated caller learns nothing about the request's shape.
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { InsufficientScopeError, InternalError, UnauthorizedError } from '../../errors.js';
+import { InsufficientScopeError, InternalError, RateLimitedError, UnauthorizedError } from '../../errors.js';
 import { SCOPES, type Scope } from '../../schemas/api-keys.js';
 import type { ApiKeyService, AuthContext } from '../../services/api-keys.js';
 import type { AuditContext } from '../../services/audit.js';
+import type { AuthFailureGuard } from '../../services/auth-failures.js';
+import type { RateLimitDecision } from '../../services/rate-limit.js';
 import { FULL_ACCESS, SCOPE_BIT } from '../../services/scopes.js';
 
 declare module 'fastify' {
@@ -57,22 +59,24 @@ export function authorize(request: FastifyRequest, auth: AuthContext): void {
   if ((auth.grants & SCOPE_BIT[scope]) === 0) throw new InsufficientScopeError(scope);
 }
 
+/** Counts failed authentications per client address (services/auth-failures.ts); metrics count its refusals. */
+export interface AuthFailureLimit {
+  guard: AuthFailureGuard;
+  refused: () => void;
+}
+
+const tooMany = (decision: RateLimitDecision) =>
+  new RateLimitedError(decision.retryAfterSeconds, {}, 'Too many failed authentications from your address (wrong, revoked or missing API keys).');
+
 // Callback style, not async: a key verified moments ago is answered from the cache with no
 // promise or microtask at all, which is most requests. Authentication (401) comes first, then
-// the scope (403).
-export function createAuthHook(apiKeys: ApiKeyService) {
-  return function authenticate(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-    // Authenticated answers are per account: never cache them anywhere.
-    reply.header('cache-control', 'no-store');
-    const token = bearerToken(request.headers.authorization);
-    const cached = apiKeys.authenticateCached(token);
-    if (cached) {
-      request.auth = cached;
-      authorize(request, cached);
-      done();
-      return;
-    }
+// the scope (403). A key not known to be valid counts against its address first (429 when
+// over the limit, before any lookup).
+export function createAuthHook(apiKeys: ApiKeyService, limit: AuthFailureLimit) {
+  const { guard } = limit;
+  function verify(request: FastifyRequest, token: string, done: HookHandlerDoneFunction): void {
     apiKeys.verify(token, { requestId: request.id, clientAddress: request.ip }).then((auth) => {
+      guard.settled(token, true);
       request.auth = auth;
       try {
         authorize(request, auth);
@@ -81,7 +85,44 @@ export function createAuthHook(apiKeys: ApiKeyService) {
         return;
       }
       done();
-    }, done);
+    }, (error: unknown) => {
+      if (error instanceof UnauthorizedError) guard.settled(token, false);
+      done(error as Error);
+    });
+  }
+  function afterAttempt(request: FastifyRequest, decision: RateLimitDecision, done: HookHandlerDoneFunction): void {
+    if (!decision.allowed) {
+      limit.refused();
+      done(tooMany(decision));
+      return;
+    }
+    let token: string;
+    try {
+      token = bearerToken(request.headers.authorization);
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    verify(request, token, done);
+  }
+  return function authenticate(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    // Authenticated answers are per account: never cache them anywhere.
+    reply.header('cache-control', 'no-store');
+    const token = parseBearer(request.headers.authorization);
+    const cached = token === undefined ? undefined : apiKeys.authenticateCached(token);
+    if (cached) {
+      request.auth = cached;
+      authorize(request, cached);
+      done();
+      return;
+    }
+    if (token !== undefined && guard.isKnownValid(token)) {
+      verify(request, token, done);
+      return;
+    }
+    const decision = guard.attempt(request.ip);
+    if ('then' in decision) decision.then((d) => afterAttempt(request, d, done), done);
+    else afterAttempt(request, decision, done);
   };
 }
 

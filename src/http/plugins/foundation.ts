@@ -1,10 +1,13 @@
 // The plugins that make what the routes and the workers run on, each decorating the app with one
 // thing: metrics, the store (as the views below), /metrics, the services, the rate limiter.
+import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Config, MetricsConfig, RateLimitsConfig, WebhooksConfig } from '../../config.js';
 import type { Wakeups } from '../../runtime/wakeups.js';
 import { createServices, type Services } from '../../services/index.js';
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '../../services/rate-limit.js';
+import { createAuthFailureGuard } from '../../services/auth-failures.js';
+import type { AuthFailureLimit } from './auth.js';
 import { instrumentStore, operationTimer, type TimeOperation } from '../../store/instrumented.js';
 import type { Store } from '../../store/types.js';
 import type { EventType } from '../../schemas/events.js';
@@ -33,6 +36,7 @@ declare module 'fastify' {
     /** The services this app runs on (tests and tools act through the same caches). */
     services: Services;
     rateLimiter: RateLimiter;
+    authFailureLimit: AuthFailureLimit;
   }
 }
 
@@ -103,24 +107,30 @@ export const servicesPlugin = definePlugin<ServicesOptions>(PLUGIN.services, [PL
   });
 });
 
-/** Per-key token buckets: in memory, or shared through Redis (failing open while it is away). */
+/** Per-key token buckets, and per-address ones for failed authentications: in memory, or shared through Redis (failing open while it is away). */
 export const rateLimitPlugin = definePlugin<RateLimitsConfig>(PLUGIN.rateLimit, [PLUGIN.metrics], async (app, config) => {
-  const options = { ratePerSecond: config.perSecond, capacity: config.burst };
-  let rateLimiter: RateLimiter;
-  if (config.redisUrl) {
-    let lastLogged = 0;
-    rateLimiter = createRedisRateLimiter(config.redisUrl, {
-      ...options,
-      onError: (err) => {
-        app.metrics.rateLimiterErrors.inc();
-        // Fail open, but say so: at most one log line per 10 s while Redis is away.
-        if (Date.now() - lastLogged > 10_000) {
-          lastLogged = Date.now();
-          app.log.warn({ err }, 'rate limiter unavailable: allowing requests without a shared limit');
-        }
-      },
-    });
-  } else rateLimiter = createMemoryRateLimiter(options);
+  const rateLimiter = limiterOf(app, config, { ratePerSecond: config.perSecond, capacity: config.burst });
+  const failures = limiterOf(app, config, { ratePerSecond: config.authFailuresPerSecond, capacity: config.authFailuresBurst });
   app.decorate('rateLimiter', rateLimiter);
-  app.addHook('onClose', async () => rateLimiter.close());
+  app.decorate('authFailureLimit', { guard: createAuthFailureGuard(failures), refused: () => app.metrics.rateLimited.inc() });
+  app.addHook('onClose', async () => {
+    await rateLimiter.close();
+    await failures.close();
+  });
 });
+
+function limiterOf(app: FastifyInstance, config: RateLimitsConfig, options: { ratePerSecond: number; capacity: number }): RateLimiter {
+  if (!config.redisUrl) return createMemoryRateLimiter(options);
+  let lastLogged = 0;
+  return createRedisRateLimiter(config.redisUrl, {
+    ...options,
+    onError: (err) => {
+      app.metrics.rateLimiterErrors.inc();
+      // Fail open, but say so: at most one log line per 10 s while Redis is away.
+      if (Date.now() - lastLogged > 10_000) {
+        lastLogged = Date.now();
+        app.log.warn({ err }, 'rate limiter unavailable: allowing requests without a shared limit');
+      }
+    },
+  });
+}

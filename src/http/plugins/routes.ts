@@ -4,7 +4,7 @@ import type { Clock } from '../../clock.js';
 import type { DocsConfig } from '../../config.js';
 import { exampleApi } from '../example/index.js';
 import { createFastPath } from '../fast-path.js';
-import type { Instance } from '../instance.js';
+import { clientAddressOf, type Instance } from '../instance.js';
 import { definePlugin, PLUGIN } from '../plugin.js';
 import { portal } from '../portal/plugin.js';
 import { healthRoutes } from '../routes/health.js';
@@ -43,7 +43,8 @@ export const apiPlugin = definePlugin<{ clock: Clock }>(
   async (app, { clock }) => {
     const wire = createPetWire(app.metrics);
     app.decorate('petWire', wire);
-    await app.register(v1Routes, { services: app.services, clock, rateLimiter: app.rateLimiter, metrics: app.metrics, wire });
+    const { services, rateLimiter, authFailureLimit, metrics } = app;
+    await app.register(v1Routes, { services, clock, rateLimiter, authFailureLimit, metrics, wire });
   },
 );
 
@@ -56,21 +57,23 @@ export const exampleApiPlugin = definePlugin<Pick<DocsConfig, 'exampleApiUrl'>>(
       config,
       services: app.services,
       rateLimiter: app.rateLimiter,
+      authFailureLimit: app.authFailureLimit,
       metrics: app.metrics,
       onDocument: (document) => void documents.push(document),
     });
   },
 );
 
-export const fastPathPlugin = definePlugin<{ clock: Clock } & Pick<Instance, 'requestId' | 'intercept'>>(
+export const fastPathPlugin = definePlugin<{ clock: Clock; trustedProxies: readonly string[] } & Pick<Instance, 'requestId' | 'intercept'>>(
   PLUGIN.fastPath,
   [PLUGIN.core, PLUGIN.api, PLUGIN.metricsEndpoint, PLUGIN.rateLimit],
-  async (app, { clock, requestId, intercept }) => {
+  async (app, { clock, requestId, intercept, trustedProxies }) => {
     intercept(
       createFastPath({
         readFromStore: app.stores.raw.kind === 'postgres',
         services: app.services,
         rateLimiter: app.rateLimiter,
+        clientAddress: clientAddressOf(trustedProxies),
         clock,
         wire: app.petWire,
         record: app.recordResponse,

@@ -4,6 +4,9 @@ import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../../errors.js';
 import { escapeHtml, markdown } from './markdown.js';
 import { allOperations, type OpenApiDocument, type Operation, referenceLink } from './document.js';
 
+/** More operations than this are listed behind a summary. */
+const FOLD_AFTER = 4;
+
 const isErrorCode = (name: string): name is ErrorCode => Object.hasOwn(ERROR_CODES, name);
 
 /** Which operations' responses name each code (response descriptions quote it: `not_found`). */
@@ -25,9 +28,11 @@ export function errorsTable(docs: OpenApiDocument[]): string {
   const codes = (Object.keys(ERROR_CODES) as ErrorCode[]).sort((a, b) => ERROR_STATUS[a] - ERROR_STATUS[b]);
   const rows = codes.map((code) => {
     const ops = [...(where.get(code) ?? [])];
+    const links = ops.map((op) => `<a href="${escapeHtml(referenceLink(op))}"><code>${escapeHtml(op.operationId)}</code></a>`).join(', ');
+    // A long list folds, so that the row stays as tall as its explanation.
     const returnedBy = ops.length === 0
       ? 'Any request'
-      : ops.map((op) => `<a href="${escapeHtml(referenceLink(op))}"><code>${escapeHtml(op.operationId)}</code></a>`).join(', ');
+      : ops.length <= FOLD_AFTER ? links : `<details><summary>${ops.length} operations</summary><span class="operations">${links}</span></details>`;
     return (
       `<tr id="${escapeHtml(code)}"><td><code>${escapeHtml(code)}</code></td><td>${ERROR_STATUS[code]}</td>` +
       `<td>${markdown.renderInline(ERROR_CODES[code])}</td><td>${returnedBy}</td></tr>`

@@ -1,19 +1,18 @@
 // The one page shell of the portal: head, navigation, main. Every page goes through it.
 import { EXAMPLE_OPENAPI_PATH } from '../example/index.js';
 import { OPENAPI_PATH } from '../plugins/openapi.js';
+import { GUIDES } from './guides.js';
 import { escapeHtml } from './markdown.js';
 
 export const DOCS_PATH = '/docs';
 export const ASSETS_PREFIX = `${DOCS_PATH}/assets/`;
 
-export const PAGES = [
+/** The navigation: the reference, the guides (guides.ts), then the deprecations. */
+export const PAGES: ReadonlyArray<{ href: string; label: string }> = [
   { href: DOCS_PATH, label: 'Reference' },
-  { href: `${DOCS_PATH}/quickstart`, label: 'Quickstart' },
-  { href: `${DOCS_PATH}/webhooks`, label: 'Webhooks' },
-  { href: `${DOCS_PATH}/keys`, label: 'Keys' },
-  { href: `${DOCS_PATH}/errors`, label: 'Errors' },
+  ...GUIDES.map((guide) => ({ href: `${DOCS_PATH}/${guide.slug}`, label: guide.label })),
   { href: `${DOCS_PATH}/deprecations`, label: 'Deprecations' },
-] as const;
+];
 
 const DOCUMENTS = [
   { href: OPENAPI_PATH, label: 'openapi.json', title: 'The Petstore API OpenAPI document' },
@@ -48,7 +47,8 @@ function navigation(current: string): string {
 export function renderPage(options: PageOptions): string {
   const { standalone = false } = options;
   const stylesheets = standalone ? [] : [...(options.stylesheets ?? []), `${ASSETS_PREFIX}portal.css`];
-  const scripts = standalone ? [] : (options.scripts ?? []);
+  // portal.js: the guides' Copy buttons.
+  const scripts = standalone ? [] : [...(options.scripts ?? []), `${ASSETS_PREFIX}portal.js`];
   return `<!doctype html>
 <html lang="en">
 <head>

@@ -15,6 +15,6 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ store: Store }> = async (
       request.log.warn({ err }, 'readiness check failed');
       throw new ServiceUnavailableError('The database is not reachable.');
     }
-    return { status: 'ready' };
+    return store.secretsWarning ? { status: 'ready', details: [store.secretsWarning] } : { status: 'ready' };
   });
 };

@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Clock } from '../../clock.js';
 import type { Services } from '../../services/index.js';
 import type { RateLimiter } from '../../services/rate-limit.js';
-import { createAuthHook } from '../plugins/auth.js';
+import { type AuthFailureLimit, createAuthHook } from '../plugins/auth.js';
 import type { Metrics } from '../plugins/metrics.js';
 import { createRateLimitHook } from '../plugins/rate-limit.js';
 import { orderRoutes } from './orders.js';
@@ -20,12 +20,13 @@ export interface V1Options {
   services: Services;
   clock: Clock;
   rateLimiter: RateLimiter;
+  authFailureLimit: AuthFailureLimit;
   metrics: Metrics;
   wire: PetWire;
 }
 
-export const v1Routes: FastifyPluginAsyncTypebox<V1Options> = async (app, { services, clock, rateLimiter, metrics, wire }) => {
-  app.addHook('onRequest', createAuthHook(services.apiKeys));
+export const v1Routes: FastifyPluginAsyncTypebox<V1Options> = async (app, { services, clock, rateLimiter, authFailureLimit, metrics, wire }) => {
+  app.addHook('onRequest', createAuthHook(services.apiKeys, authFailureLimit));
   app.addHook('onRequest', createRateLimitHook(rateLimiter, metrics));
   await app.register(petRoutes, { services, clock, wire });
   await app.register(petChangeRoutes, { services });

@@ -18,13 +18,14 @@ import { createPostgresMigrationDialect } from './migration-dialect.js';
 import { createPostgresOrders } from './orders.js';
 import { postgresPetBatches } from './pets.js';
 import { createPostgresWebhooks } from './webhooks.js';
+import type { SecretBox } from '../../webhooks/secret-box.js';
 
 export { isConnectionError };
 
 export { MIGRATION_LOCK_KEY } from './migration-dialect.js';
 
 /** `events`: write the event log with every change (default true). */
-export function createPostgresStore(url: string, options: PostgresOptions & { events?: boolean }): Store {
+export function createPostgresStore(url: string, options: PostgresOptions & { events?: boolean; secrets?: SecretBox }): Store {
   const eventsOn = options.events !== false;
   const db = openPostgres(url, options);
   const { pool } = db;
@@ -49,7 +50,7 @@ export function createPostgresStore(url: string, options: PostgresOptions & { ev
     orders: createPostgresOrders(db),
     messages: createPostgresMessages(db),
     jobs: createPostgresJobs(db),
-    webhooks: createPostgresWebhooks(db),
+    webhooks: createPostgresWebhooks(db, options.secrets),
     auditLog: createAuditLogRepository(db),
 
     migrate: () => guard(() => migrate(createPostgresMigrationDialect(pool))),

@@ -65,8 +65,20 @@ const WITHOUT_EVENTS = `
   ${CATEGORIES}
   ${RESULT}`;
 
+/** A row of typed parameters for writeColumns' VALUES list. */
+const TYPED_ROW = '(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT))';
+
 export function postgresPetBatches(db: PostgresDatabase, events: boolean): PetBackend {
   return {
+    // One statement (one round trip) joining the pets to a VALUES list by primary key.
+    async writeColumns(tx, accountId, columns, pets) {
+      const values = pets.flatMap((pet) => [pet.id, pet.name, pet.categoryId, pet.status ?? null]);
+      await tx.run(
+        `WITH u (id, name, category_id, status) AS (VALUES ${Array(pets.length).fill(TYPED_ROW).join(', ')}) ` +
+          `UPDATE pets SET ${columns.map((column) => `${column} = u.${column}`).join(', ')} FROM u WHERE pets.account_id = ? AND pets.id = u.id`,
+        [...values, accountId],
+      );
+    },
     async writeBatch(batch) {
       const rows = await db.prepared<{ account_id: string; base: number }>('create_pets', events ? WITH_EVENTS : WITHOUT_EVENTS, [
         batch.map((b) => b.accountId),

@@ -22,6 +22,7 @@ import {
   type WebhookSql,
 } from '../webhook-repository.js';
 import type { WebhookRepository } from '../webhooks.js';
+import { PLAIN_SECRETS, type SecretBox } from '../../webhooks/secret-box.js';
 import { nextIds } from '../accounts.js';
 
 /** SQL for 20 random hex digits (a v4 UUID's, without its version and variant digits). */
@@ -39,9 +40,9 @@ const endpointsSql = {
   nextEndpointSeq: (tx: Sql, accountId: string) => nextIds(tx, 'last_endpoint_seq', accountId, 1),
   insertEndpoint: async (tx: Sql, accountId: string, seq: number, e: Parameters<WebhookSql['insertEndpoint']>[3]) =>
     (await tx.get<EndpointRow>(
-      `INSERT INTO webhook_endpoints (account_id, seq, id, url, event_mask, description, secret, created_at, fanned_seq)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, (SELECT last_event_seq FROM accounts WHERE id = $1)) RETURNING ${ENDPOINT_COLUMNS}`,
-      [accountId, seq, e.id, e.url, e.eventMask, e.description ?? null, e.secret, e.createdAt],
+      `INSERT INTO webhook_endpoints (account_id, seq, id, url, event_mask, description, secret, secret_key_id, created_at, fanned_seq)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, (SELECT last_event_seq FROM accounts WHERE id = $1)) RETURNING ${ENDPOINT_COLUMNS}`,
+      [accountId, seq, e.id, e.url, e.eventMask, e.description ?? null, e.secret.value, e.secret.keyId, e.createdAt],
     ))!,
   deleteEndpointJobs: async (tx: Sql, accountId: string, id: string) => {
     await tx.run("DELETE FROM jobs WHERE kind = 'webhook.deliver' AND account_id = $1 AND grp = $2", [accountId, id]);
@@ -166,7 +167,7 @@ const STATS = `SELECT count(*)::int AS jobs, min(created_at) AS oldest_job,
     (SELECT min(e.created_at) FROM ${behind(`JOIN events e ON e.account_id = w.account_id AND e.seq = ${runOf('w.account_id', 'w.fanned_seq + 1')}`)}) AS oldest_unfanned
   FROM jobs WHERE kind = 'webhook.deliver'`;
 
-export function createPostgresWebhooks(db: SqlDatabase): WebhookRepository {
+export function createPostgresWebhooks(db: SqlDatabase, secrets: SecretBox = PLAIN_SECRETS): WebhookRepository {
   const sql: WebhookSql = {
     ...endpointsSql,
     endpoint: (accountId, id) => db.get<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND account_id = $2`, [id, accountId]),
@@ -178,8 +179,9 @@ export function createPostgresWebhooks(db: SqlDatabase): WebhookRepository {
     },
     rotateSecret: (tx, accountId, id, secret, previousExpiresAt) =>
       tx.get<EndpointRow>(
-        `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = $1, secret = $2 WHERE id = $3 AND account_id = $4 RETURNING ${ENDPOINT_COLUMNS}`,
-        [previousExpiresAt, secret, id, accountId],
+        `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_key_id = secret_key_id, previous_secret_expires_at = $1, secret = $2, secret_key_id = $3
+         WHERE id = $4 AND account_id = $5 RETURNING ${ENDPOINT_COLUMNS}`,
+        [previousExpiresAt, secret.value, secret.keyId, id, accountId],
       ),
     deliveries: ({ accountId, endpointId, limit, status, afterSeq }) =>
       status
@@ -202,5 +204,5 @@ export function createPostgresWebhooks(db: SqlDatabase): WebhookRepository {
     },
     stats: async () => (await db.get<StatsRow>(STATS))!,
   };
-  return createWebhookRepository(db, sql);
+  return createWebhookRepository(db, sql, secrets);
 }

@@ -9,6 +9,7 @@ import { createIdempotencyRepository } from '../idempotency.js';
 import { createPetRepository } from '../pets.js';
 import { createSettingsRepository } from '../settings.js';
 import { watchExternalChanges } from './changes.js';
+import { BACKSTOP_PAGES, startCheckpointer } from './checkpointer.js';
 import { openSqlite, sqlitePath, storeError } from './driver.js';
 import { createSqliteEvents } from './events.js';
 import { createSqliteJobs } from './jobs.js';
@@ -19,6 +20,7 @@ import { createSqliteOrders } from './orders.js';
 import { sqlitePetBatches, withReadCache } from './pets.js';
 import { createReadCache } from './read-cache.js';
 import { createSqliteWebhooks } from './webhooks.js';
+import type { SecretBox } from '../../webhooks/secret-box.js';
 
 export { sqlitePath };
 
@@ -27,11 +29,17 @@ export interface SqliteStoreOptions {
   readCache?: boolean;
   /** Write the event log (and webhook deliveries) with every change. Default true. */
   events?: boolean;
+  /** Checkpoint the WAL from a thread (checkpointer.ts): for long-running servers. Default false. */
+  checkpointThread?: boolean;
+  /** Seals webhook signing secrets (default: plain text; createStore passes the key file's). */
+  secrets?: SecretBox;
 }
 
 export function createSqliteStore(url: string, options: SqliteStoreOptions = {}): Store {
   const db = openSqlite(url);
   const { connection } = db;
+  const checkpointer = options.checkpointThread && db.file !== ':memory:' ? startCheckpointer(db.file) : undefined;
+  if (checkpointer) connection.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
 
   const cache = options.readCache === false ? undefined : createReadCache();
   const changes = watchExternalChanges(db, cache);
@@ -51,7 +59,7 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
     orders: createSqliteOrders(db),
     messages: createSqliteMessages(db),
     jobs: createSqliteJobs(db),
-    webhooks: createSqliteWebhooks(db),
+    webhooks: createSqliteWebhooks(db, options.secrets),
     auditLog: createAuditLogRepository(db),
     externalChangeCounter: () => changes.counter(),
 
@@ -70,11 +78,22 @@ export function createSqliteStore(url: string, options: SqliteStoreOptions = {})
 
     ping: () => db.ping(),
 
+    async compact() {
+      try {
+        connection.exec('VACUUM');
+        const [result] = connection.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
+        return result?.busy === 0;
+      } catch (error) {
+        throw storeError(error);
+      }
+    },
+
     async close() {
       // Nobody is left waiting: what is queued is committed (or rejected, if already closed).
       await pets.drain();
       cache?.clear();
       if (connection.open) changes.close();
+      await checkpointer?.stop();
       await db.close();
     },
   };

@@ -21,6 +21,7 @@ import {
   type WebhookSql,
 } from '../webhook-repository.js';
 import type { WebhookRepository } from '../webhooks.js';
+import { PLAIN_SECRETS, type SecretBox } from '../../webhooks/secret-box.js';
 import { nextIds } from '../accounts.js';
 
 /** Enabled endpoints whose cursor is behind their account's last event (what the fan-out has to do), with `join` if given. */
@@ -36,9 +37,9 @@ const endpointsSql = {
   nextEndpointSeq: (tx: Sql, accountId: string) => nextIds(tx, 'last_endpoint_seq', accountId, 1),
   insertEndpoint: async (tx: Sql, accountId: string, seq: number, e: Parameters<WebhookSql['insertEndpoint']>[3]) =>
     (await tx.get<EndpointRow>(
-      `INSERT INTO webhook_endpoints (account_id, seq, id, url, event_mask, description, secret, created_at, fanned_seq)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT last_event_seq FROM accounts WHERE id = ?)) RETURNING ${ENDPOINT_COLUMNS}`,
-      [accountId, seq, e.id, e.url, e.eventMask, e.description ?? null, e.secret, e.createdAt, accountId],
+      `INSERT INTO webhook_endpoints (account_id, seq, id, url, event_mask, description, secret, secret_key_id, created_at, fanned_seq)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT last_event_seq FROM accounts WHERE id = ?)) RETURNING ${ENDPOINT_COLUMNS}`,
+      [accountId, seq, e.id, e.url, e.eventMask, e.description ?? null, e.secret.value, e.secret.keyId, e.createdAt, accountId],
     ))!,
   deleteEndpointJobs: async (tx: Sql, accountId: string, id: string) => {
     await tx.run("DELETE FROM jobs WHERE kind = 'webhook.deliver' AND account_id = ? AND grp = ?", [accountId, id]);
@@ -160,7 +161,7 @@ const STATS = `SELECT count(*) AS jobs, min(created_at) AS oldest_job,
     (SELECT min(e.created_at) FROM ${behind(`JOIN events e ON e.account_id = w.account_id AND e.seq = ${runOf('w.account_id', 'w.fanned_seq + 1')}`)}) AS oldest_unfanned
   FROM jobs WHERE kind = 'webhook.deliver'`;
 
-export function createSqliteWebhooks(db: SqlDatabase): WebhookRepository {
+export function createSqliteWebhooks(db: SqlDatabase, secrets: SecretBox = PLAIN_SECRETS): WebhookRepository {
   const sql: WebhookSql = {
     ...endpointsSql,
     endpoint: (accountId, id) => db.get<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ? AND account_id = ?`, [id, accountId]),
@@ -172,8 +173,9 @@ export function createSqliteWebhooks(db: SqlDatabase): WebhookRepository {
     },
     rotateSecret: (tx, accountId, id, secret, previousExpiresAt) =>
       tx.get<EndpointRow>(
-        `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = ?, secret = ? WHERE id = ? AND account_id = ? RETURNING ${ENDPOINT_COLUMNS}`,
-        [previousExpiresAt, secret, id, accountId],
+        `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_key_id = secret_key_id, previous_secret_expires_at = ?, secret = ?, secret_key_id = ?
+         WHERE id = ? AND account_id = ? RETURNING ${ENDPOINT_COLUMNS}`,
+        [previousExpiresAt, secret.value, secret.keyId, id, accountId],
       ),
     deliveries: ({ accountId, endpointId, limit, status, afterSeq }) =>
       status
@@ -198,5 +200,5 @@ export function createSqliteWebhooks(db: SqlDatabase): WebhookRepository {
       }),
     stats: async () => (await db.get<StatsRow>(STATS))!,
   };
-  return createWebhookRepository(db, sql);
+  return createWebhookRepository(db, sql, secrets);
 }

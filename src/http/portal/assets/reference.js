@@ -5,12 +5,15 @@
 'use strict';
 (function () {
   var origin = window.location.origin;
+  // Read before Swagger UI starts: its deep linking rewrites any hash to #/….
+  var initialHash = window.location.hash;
   var sections = Array.prototype.slice.call(document.querySelectorAll('section.reference-api[data-document]'));
 
   // `x-hideTryItPanel: true` on an operation: Swagger UI asks this selector before it offers
   // "Try it out", so such an operation is shown without any send control; where the button
   // would be, a note says why and what to do instead.
-  function HideTryItPanelPlugin() {
+  function HideTryItPanelPlugin(groups) {
+    return function () {
     return {
       statePlugins: {
         spec: {
@@ -28,6 +31,8 @@
             var pathMethod = props.pathMethod || [];
             var hidden = system.specSelectors.specJson().getIn(['paths', pathMethod[0], pathMethod[1], 'x-hideTryItPanel']) === true;
             if (!hidden) return h(Original, props);
+            var group = groupOf(groups, pathMethod[1], pathMethod[0]);
+            var guide = group ? group.guide : '/docs/quickstart';
             return h(
               system.React.Fragment,
               null,
@@ -39,7 +44,7 @@
                 '). Send it from a terminal instead, with your key in ',
                 h('code', null, 'Authorization: Bearer …'),
                 ', as the ',
-                h('a', { href: '/docs/quickstart' }, 'Quickstart'),
+                h('a', { href: guide }, group ? group.name + ' guide' : 'Quickstart'),
                 ' does.',
               ),
               h(Original, props),
@@ -47,6 +52,63 @@
           };
         },
       },
+    };
+    };
+  }
+
+  // The resource of an operation (groups from the page: reference-page.ts decides them).
+  function groupOf(groups, method, path) {
+    var key = String(method).toLowerCase() + ' ' + path;
+    for (var i = 0; i < groups.length; i++) if (groups[i].operations.indexOf(key) >= 0) return groups[i];
+    return null;
+  }
+
+  // The document has one tag (the spec requires it): inside it, one section per resource with its
+  // heading and a link to its guide. Operations keep their tag, so their ids and deep links
+  // (#/animals/getPet) are unchanged. The page's webhook events go after the operations.
+  function ResourcesPlugin(groups, after) {
+    return function (system) {
+      var h = system.React.createElement;
+      return {
+        wrapComponents: {
+          OperationTag: function (Original) {
+            return function (props) {
+              if (groups.length === 0) return h(Original, props);
+              var sections = groups.map(function (group) { return { group: group, items: [] }; });
+              var rest = [];
+              // Swagger UI passes the tag's operations inside one div.operation-tag-content.
+              var content = system.React.Children.toArray(props.children);
+              var wrapper = content.length === 1 && content[0].props && content[0].props.className === 'operation-tag-content' ? content[0] : null;
+              if (wrapper) content = system.React.Children.toArray(wrapper.props.children);
+              content.forEach(function (child) {
+                var group = child && child.props ? groupOf(groups, child.props.method, child.props.path) : null;
+                if (group) sections[groups.indexOf(group)].items.push(child);
+                else rest.push(child);
+              });
+              var children = sections.filter(function (s) { return s.items.length > 0; }).map(function (s) {
+                return h(
+                  'section',
+                  { key: s.group.id, id: 'resource-' + s.group.id, className: 'portal-resource', 'aria-labelledby': 'resource-' + s.group.id + '-title' },
+                  h('h4', { id: 'resource-' + s.group.id + '-title', className: 'portal-resource-title' }, s.group.name,
+                    h('a', { href: s.group.guide, className: 'portal-resource-guide' }, 'Guide')),
+                  s.items,
+                );
+              });
+              return h(Original, props, h('div', { className: 'operation-tag-content' }, children.concat(rest)));
+            };
+          },
+          operations: function (Original) {
+            return function (props) {
+              if (!after) return h(Original, props);
+              // A node rendered by the server, moved here once: React renders no children into this div.
+              return h(system.React.Fragment, null, h(Original, props), h('div', {
+                className: 'portal-after-operations',
+                ref: function (el) { if (el && after.parentNode !== el) el.appendChild(after); },
+              }));
+            };
+          },
+        },
+      };
     };
   }
 
@@ -162,6 +224,8 @@
   }
 
   function render(section, spec, index) {
+    var groups = JSON.parse(section.getAttribute('data-groups') || '[]');
+    var after = section.nextElementSibling && section.nextElementSibling.classList.contains('webhook-events') ? section.nextElementSibling : null;
     // Try it sends to the server that serves this page, whatever servers the document lists.
     spec.servers = [{ url: origin + section.getAttribute('data-server'), description: 'this server' }];
     section.textContent = '';
@@ -171,7 +235,7 @@
       spec: spec,
       domNode: root,
       presets: [SwaggerUIBundle.presets.apis],
-      plugins: [HideTryItPanelPlugin, BadgesPlugin, SharedKeyPlugin(index)],
+      plugins: [HideTryItPanelPlugin(groups), BadgesPlugin, SharedKeyPlugin(index), ResourcesPlugin(groups, after)],
       layout: 'BaseLayout',
       // Both instances read the #/tag/operationId hash; tags differ between the documents.
       deepLinking: true,
@@ -201,5 +265,17 @@
     specs.forEach(function (spec, i) {
       if (spec) render(sections[i], spec, i);
     });
+    // A link to a resource or an event kind (#resource-orders, #webhook-events): its target exists
+    // only now, so the browser could not scroll to it on load. Swagger UI handles #/tag/operationId.
+    var hash = initialHash;
+    if (!/^#[a-z]/.test(hash)) return;
+    var tries = 0;
+    (function scroll() {
+      var target = document.getElementById(decodeURIComponent(hash.slice(1)));
+      var rendered = sections.every(function (section) { return section.querySelector('.opblock') !== null; });
+      if ((!target || !rendered) && ++tries < 100) return setTimeout(scroll, 50);
+      if (window.location.hash !== hash) window.history.replaceState(null, '', hash);
+      if (target) target.scrollIntoView();
+    })();
   });
 })();
