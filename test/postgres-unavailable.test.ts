@@ -66,7 +66,7 @@ test('when the connection is lost during COMMIT of an idempotent create, then 50
   const answer = app.request('POST', '/v1/pets', { key, body, headers });
   await withDatabase(url, async (db) => {
     for (let i = 0; ; i += 1) {
-      const { rowCount } = await db.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'COMMIT' AND state = 'active'");
+      const { rowCount } = await db.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'COMMIT' AND wait_event = 'PgSleep'");
       if (rowCount) break;
       assert.ok(i < 200, 'the create reached COMMIT');
       await sleep(10);
