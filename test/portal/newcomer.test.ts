@@ -118,7 +118,7 @@ async function assertReceiverVerified(session: Session): Promise<number> {
   const headers = { authorization: `Bearer ${key}` };
   // Every delivery the endpoint has (later blocks may still be adding some) printed once, verified.
   let deliveries: unknown[] = [];
-  for (const deadline = Date.now() + 15_000; ; await sleep(100)) {
+  for (const deadline = Date.now() + 45_000; ; await sleep(100)) {
     deliveries = (await (await fetch(`${session.server.url}/v1/webhook-endpoints/${endpoint.id}/deliveries?limit=100`, { headers })).json()) as unknown[];
     const printed = session.terminal.output.match(/^verified [a-z_.]+ evt_\w+ \(sequence \d+\)$/gm) ?? [];
     if (deliveries.length >= 3 && printed.length === deliveries.length) break;
