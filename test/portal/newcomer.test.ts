@@ -18,6 +18,8 @@ const DOCUMENTED_URL = 'http://127.0.0.1:8080';
 const DOCUMENTED_RECEIVER = 'http://127.0.0.1:3000';
 /** The guides a newcomer follows, in the portal's order, whose blocks build on each other. */
 const GUIDES = ['quickstart', 'orders', 'webhooks'];
+/** Generous, beside other suites on a loaded 2-core machine: not a speed assertion. */
+const START_MS = 60_000;
 
 /** `VAR=value … npm start`: the settings to restart the server with, else undefined. */
 function restartEnv(block: Block): Record<string, string> | undefined {
@@ -54,7 +56,7 @@ class Reader {
   }
 
   async start(): Promise<void> {
-    this.server = await startServerProcess(this.#env);
+    this.server = await startServerProcess(this.#env, [], { timeoutMs: START_MS });
     this.receiverPort = await freePort();
     this.terminal = new Terminal({ cwd: this.dir, env: { ...this.#env, PORT: String(this.receiverPort) } });
   }
@@ -73,7 +75,7 @@ class Reader {
       if (env) {
         // "Stop the server (Ctrl-C in its terminal) and start it again so": same store, new settings.
         assert.equal(await this.server.stop('SIGINT'), 0);
-        this.server = await startServerProcess({ ...this.#env, ...env });
+        this.server = await startServerProcess({ ...this.#env, ...env }, [], { timeoutMs: START_MS });
       } else if (file) {
         writeFileSync(path.join(this.dir, file), this.#local(block.code));
         saved.push(file);
@@ -116,7 +118,7 @@ async function assertReceiverVerified(session: Session): Promise<number> {
   const headers = { authorization: `Bearer ${key}` };
   // Every delivery the endpoint has (later blocks may still be adding some) printed once, verified.
   let deliveries: unknown[] = [];
-  for (const deadline = Date.now() + 15_000; ; await sleep(100)) {
+  for (const deadline = Date.now() + 45_000; ; await sleep(100)) {
     deliveries = (await (await fetch(`${session.server.url}/v1/webhook-endpoints/${endpoint.id}/deliveries?limit=100`, { headers })).json()) as unknown[];
     const printed = session.terminal.output.match(/^verified [a-z_.]+ evt_\w+ \(sequence \d+\)$/gm) ?? [];
     if (deliveries.length >= 3 && printed.length === deliveries.length) break;
@@ -129,7 +131,7 @@ describe('a newcomer pasting the documentation in order', () => {
   const readers: Reader[] = [];
   before(async () => {
     readers.push(new Reader('readme'), new Reader('guides'));
-    await Promise.all(readers.map((r) => r.start()));
+    for (const reader of readers) await reader.start();
   });
   after(async () => {
     await Promise.all(readers.map((r) => r.stop()));
