@@ -13,6 +13,7 @@ import { eventRuns } from './009-event-runs.js';
 import { inventoryAndCategories } from './010-inventory-and-categories.js';
 import { apiKeyScopesAndExpiry } from './011-api-key-scopes-and-expiry.js';
 import { auditLog } from './012-audit-log.js';
+import { traceContext } from './014-trace-context.js';
 
 export type { Migration, MigrationBackend } from './migration.js';
 
@@ -29,4 +30,5 @@ export const migrations: readonly Migration[] = [
   inventoryAndCategories,
   apiKeyScopesAndExpiry,
   auditLog,
+  traceContext,
 ];
