@@ -9,7 +9,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { backends, sqliteBackend } from './helpers/backends.js';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './helpers/otlp-receiver.js';
 import { createAccountWithKey, httpRequest, type ServerProcess, startServerProcess } from './helpers/process.js';
-import { type Receiver, registerEndpoint, startReceiver, WEBHOOK_ENV } from './helpers/webhooks.js';
+import { type Receiver, startReceiver } from './helpers/receiver.js';
+import { registerEndpoint, WEBHOOK_ENV } from './helpers/webhooks.js';
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 /** A sampled traceparent of a fresh trace: [header, trace id, parent span id]. */

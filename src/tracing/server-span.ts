@@ -3,6 +3,7 @@
 // Attributes per the stable HTTP semantic conventions; an incoming traceparent is continued.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import { RPCType, setRPCMetadata } from '@opentelemetry/core';
 import type { ServerSpan } from './switch.js';
 
 const headerGetter = {
@@ -34,7 +35,8 @@ export function serverSpanOf(tracer: Tracer, req: IncomingMessage, res: ServerRe
   if (agent !== undefined) attributes['user_agent.original'] = agent;
   if (req.socket.remoteAddress !== undefined) attributes['client.address'] = req.socket.remoteAddress;
   const span = tracer.startSpan(method, { kind: SpanKind.SERVER, attributes }, parent);
-  const active = trace.setSpan(parent, span);
+  // The RPC metadata says an HTTP server span exists: @fastify/otel's request span is then internal (one server span per request).
+  const active = setRPCMetadata(trace.setSpan(parent, span), { type: RPCType.HTTP, span });
   let route: string | undefined;
   let ended = false;
   const end = (status: number) => {

@@ -38,7 +38,10 @@ async function openMetricsText(registry: Registry): Promise<string> {
   open.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
   for (const metric of registry.getMetricsAsArray()) {
     const m = metric as unknown as { name: string; help: string; type: string; get(): Promise<unknown> };
-    open.registerMetric({ name: m.name, help: m.help, type: m.type, get: () => m.get() } as never);
+    // OpenMetrics adds `_total` to a counter's samples itself.
+    const name = m.type === 'counter' ? m.name.replace(/_total$/, '') : m.name;
+    const get = async () => ({ ...(await m.get() as object), name });
+    open.registerMetric({ name, help: m.help, type: m.type, get } as never);
   }
   return open.metrics();
 }

@@ -5,9 +5,18 @@
 import type { App } from '../plugin.js';
 import { serverSpanOf } from '../../tracing/switch.js';
 
+const pathOf = (url: string) => {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+};
+
 export async function registerTracing(app: App): Promise<void> {
   const { FastifyOtelInstrumentation } = await import('@fastify/otel');
-  const instrumentation = new FastifyOtelInstrumentation({ registerOnInitialization: false });
+  const instrumentation = new FastifyOtelInstrumentation({
+    registerOnInitialization: false,
+    // url.path is the path: a query may carry what does not belong in a trace (a cursor, a mistyped key).
+    requestHook: (span, request) => span.setAttribute('url.path', pathOf(request.url)),
+  });
   await app.register(instrumentation.plugin());
   // onSend: the route and the key are known (errors included), and the answer is not written yet.
   app.addHook('onSend', (request, _reply, payload, done) => {
