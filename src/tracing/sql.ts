@@ -55,6 +55,8 @@ function spanner(tracer: Tracer, system: 'sqlite' | 'postgresql'): Spanner {
     return d;
   };
   return <T>(text: string, call: () => Promise<T>, fixed?: string): Promise<T> => {
+    // Outside a trace (the workers' polls, every few hundred ms): no root span per statement.
+    if (trace.getSpan(context.active()) === undefined) return call();
     const { name, attributes } = describe(text, fixed);
     const s: Span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes });
     let result: Promise<T>;
