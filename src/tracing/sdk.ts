@@ -106,6 +106,8 @@ export function createTracing(env: NodeJS.ProcessEnv): TracingHooks {
     sql: (sql, system) => tracedSql(tracer, sql, system),
     serverSpan: (req, res) => serverSpanOf(tracer, req, res),
     traceparent() {
+      // Only a sampled request's context is worth storing: a link to a dropped trace leads nowhere.
+      if (trace.getActiveSpan()?.isRecording() !== true) return undefined;
       const carrier: Record<string, string> = {};
       propagation.inject(context.active(), carrier);
       return carrier.traceparent;

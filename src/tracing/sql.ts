@@ -55,8 +55,8 @@ function spanner(tracer: Tracer, system: 'sqlite' | 'postgresql'): Spanner {
     return d;
   };
   return <T>(text: string, call: () => Promise<T>, fixed?: string): Promise<T> => {
-    // Outside a trace (the workers' polls, every few hundred ms): no root span per statement.
-    if (trace.getSpan(context.active()) === undefined) return call();
+    // Outside a trace (the workers' polls) or in one the sampler dropped: no span per statement.
+    if (trace.getSpan(context.active())?.isRecording() !== true) return call();
     const { name, attributes } = describe(text, fixed);
     const s: Span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes });
     let result: Promise<T>;
