@@ -51,6 +51,7 @@ import {
 } from './lib/report.js';
 import { type Credentials, type SeedResult, seedStore } from './lib/seed.js';
 import { benchAdminUrl, createPostgresDatabase, DEFAULT_ADMIN_URL, serviceEnv } from './lib/service.js';
+import { measureTracing, startTracingServices, stopTracingServices, type TracingService } from './tracing.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 // PETSTORE_BENCH_SERVICE_ROOT: measure another checkout's build (a worktree of an earlier
@@ -66,7 +67,7 @@ const DEEP_PAGE_NUMBER = 5_000;
 const CONNECTIONS = [1, 50] as const;
 const WARMUP_CONNECTIONS = 50;
 
-const SCENARIO_IDS = ['list20', 'list100-available', 'deep-page', 'create', 'get-by-id', 'mixed', 'patch', 'inventory', 'inventory-10', 'defaults', 'webhooks', 'soak'] as const;
+const SCENARIO_IDS = ['list20', 'list100-available', 'deep-page', 'create', 'get-by-id', 'mixed', 'patch', 'inventory', 'inventory-10', 'defaults', 'tracing', 'webhooks', 'soak'] as const;
 type ScenarioId = (typeof SCENARIO_IDS)[number];
 
 
@@ -87,7 +88,11 @@ const HELP = `Usage: npm run bench -- [options]
 
 The defaults scenario (SQLite only; in the default run there) starts two more services on the same
 store, one with no log level configured (info, as shipped) and one at warn, and measures list20 and
-get-by-id on each, one after the other, reporting the loss of info against warn.`;
+get-by-id on each, one after the other, reporting the loss of info against warn.
+
+The tracing scenario starts three more services on the same store (tracing off; on at 100 % to a
+local OTLP receiver, bench/otlp-sink.ts on the bench's CPU; on at parent-based 1 %) and measures
+list20, get-by-id and create on each, in the order off, 100, 1, 1, 100, off, each row with its cost.`;
 
 type StoreKind = 'sqlite' | 'postgres';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -311,7 +316,7 @@ async function walkToPage(ctx: Context, n: number): Promise<string> {
   }
 }
 
-const PREFLIGHT: Record<Exclude<ScenarioId, 'soak' | 'defaults' | 'webhooks'>, (ctx: Context) => Promise<void>> = {
+const PREFLIGHT: Record<Exclude<ScenarioId, 'soak' | 'defaults' | 'tracing' | 'webhooks'>, (ctx: Context) => Promise<void>> = {
   async list20(ctx) {
     const res = await call(ctx, ctx.seed.catalog, `/v1/pets?limit=${PAGE}`);
     check(res.status === 200, `list20: HTTP ${res.status}`);
@@ -465,8 +470,13 @@ async function main(): Promise<number> {
     }
 
     const defaultsServices = opts.scenarios.includes('defaults') ? await startDefaultsServices(env, tmp, serverCpu) : undefined;
-    const measured = await measure(opts, ctx, service, rss, { child: ceilingServer, url: ceilingUrl }, defaultsServices);
+    // Issue 28: the same store served with tracing off, on at 100 % and at parent-based 1 %.
+    const tracing = opts.scenarios.includes('tracing')
+      ? await startTracingServices(BIN, SERVICE_ROOT, env, { server: serverCpu, bench: pinned ? BENCH_CPU : undefined })
+      : undefined;
+    const measured = await measure(opts, ctx, service, rss, { child: ceilingServer, url: ceilingUrl }, defaultsServices, tracing?.services);
     for (const s of defaultsServices ?? []) await stopChild(s.child);
+    if (tracing) await stopTracingServices(tracing);
 
     const memory = readMemory(service.pid);
     rss.stop();
@@ -659,6 +669,7 @@ async function measure(
   rss: RssSampler,
   ceilingServer: { child: Child; url: string },
   defaultsServices: DefaultsService[] | undefined,
+  tracingServices: TracingService[] | undefined,
 ): Promise<Measured> {
   const rows: Row[] = [];
   const rssMb = () => (rss.sample()?.rssKb ?? NaN) / 1024;
@@ -682,7 +693,7 @@ async function measure(
 
   await runCeiling('start');
 
-  const scenarios: { id: Exclude<ScenarioId, 'soak' | 'defaults' | 'webhooks'>; title: string; requests: () => AcRequest[] }[] = [
+  const scenarios: { id: Exclude<ScenarioId, 'soak' | 'defaults' | 'tracing' | 'webhooks'>; title: string; requests: () => AcRequest[] }[] = [
     { id: 'list20', title: `GET /v1/pets?limit=${PAGE} (first page)`, requests: () => [get(`/v1/pets?limit=${PAGE}`, ctx.seed.catalog)] },
     { id: 'list100-available', title: 'GET /v1/pets?limit=100&status=available', requests: () => [get('/v1/pets?limit=100&status=available', ctx.seed.catalog)] },
     {
@@ -767,6 +778,23 @@ async function measure(
       rows.push(info, warn);
       info.note += `; loss vs warn: ${(100 * (1 - info.load.reqPerSec / warn.load.reqPerSec)).toFixed(1)}% req/s, server CPU ${info.load.serverCpuUsPerRequest.toFixed(0)} vs ${warn.load.serverCpuUsPerRequest.toFixed(0)} µs/req`;
     }
+  }
+
+  if (tracingServices) {
+    rows.push(
+      ...(await measureTracing(tracingServices, {
+        scenarios: [
+          ['list20', `GET /v1/pets?limit=${PAGE}`, () => [get(`/v1/pets?limit=${PAGE}`, ctx.seed.catalog)]],
+          ['get-by-id', 'GET /v1/pets/{petId}', () => getByIdRequests(ctx)],
+          ['create', 'POST /v1/pets', () => [post(ctx.seed.writer)]],
+        ],
+        duration: opts.duration,
+        warmup: opts.warmup,
+        warmupConnections: WARMUP_CONNECTIONS,
+        joinLoads,
+        log,
+      })),
+    );
   }
 
   let soak: Measured['soak'];

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import pino, { type Bindings, type ChildLoggerOptions, type Logger } from 'pino';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.js';
+import { hooks as tracingHooks } from './tracing/switch.js';
 
 /** Paths that may carry secrets; pino replaces them before anything is written. */
 export const REDACTED_PATHS = [
@@ -127,12 +128,15 @@ export function exitAfterFlush(logger: Logger, code: number, timeoutMs = 2_000):
 }
 
 export function createLogger(logging: Config['logging'], destination: pino.DestinationStream = createLogDestination()): Logger {
+  const tracing = tracingHooks;
   return pino(
     {
       level: logging.level,
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       base: { pid: process.pid },
       hooks: { streamWrite: scrubSecrets },
+      // Tracing on: every other line carries the active trace_id and span_id too.
+      ...(tracing ? { mixin: () => tracing.ids() ?? {} } : {}),
     },
     destination,
   );
@@ -150,6 +154,8 @@ export interface CompletedRequest {
   remotePort: number | undefined;
   statusCode: number;
   responseTime: number;
+  /** The request's server span, when tracing is on. */
+  trace?: { trace_id: string; span_id: string } | undefined;
 }
 
 const str = JSON.stringify;
@@ -173,7 +179,7 @@ export function createRequestLineWriter(log: FastifyBaseLogger): (request: Compl
     return (r) => {
       if (!writesAt(log, 'info')) return;
       const req = { method: r.method, url: r.url, version: r.version, host: r.host, remoteAddress: r.remoteAddress, remotePort: r.remotePort };
-      log.info({ reqId: r.reqId, req, res: { statusCode: r.statusCode }, responseTime: r.responseTime }, 'request completed');
+      log.info({ reqId: r.reqId, req, res: { statusCode: r.statusCode }, responseTime: r.responseTime, ...r.trace }, 'request completed');
     };
   }
   return (r) => {
@@ -181,7 +187,9 @@ export function createRequestLineWriter(log: FastifyBaseLogger): (request: Compl
     const line =
       `${levels[30]}${time()}${internals[chindingsSym] as string},"reqId":${str(r.reqId)}` +
       `,"req":{${`${field('method', r.method)}${field('url', r.url)}${field('version', r.version)}${field('host', r.host)}${field('remoteAddress', r.remoteAddress)}${field('remotePort', r.remotePort)}`.slice(1)}}` +
-      `,"res":{"statusCode":${r.statusCode}},"responseTime":${str(r.responseTime)},"msg":"request completed"}\n`;
+      `,"res":{"statusCode":${r.statusCode}},"responseTime":${str(r.responseTime)}` +
+      (r.trace === undefined ? '' : `,"trace_id":"${r.trace.trace_id}","span_id":"${r.trace.span_id}"`) +
+      `,"msg":"request completed"}\n`;
     stream.write(scrubSecrets(line));
   };
 }

@@ -11,6 +11,7 @@ import { handleSignals } from './runtime/lifecycle.js';
 import { createWakeups } from './runtime/wakeups.js';
 import { startWorkers } from './runtime/workers.js';
 import { systemClock } from './clock.js';
+import { flushTracing, startTracing } from './tracing/switch.js';
 import { createStore, isPostgresUrl } from './store/index.js';
 import type { Store } from './store/types.js';
 
@@ -53,6 +54,8 @@ function disablePretenuring(): void {
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<App> {
   if (isPostgresUrl(config.database.url)) disablePretenuring();
+  // First: the store, the app and the logger see whether tracing is on when they are made.
+  await startTracing();
   const logger = createLogger(config.logging);
   const store = await createStore(config, { server: true });
   if (store.secretsWarning) logger.warn(store.secretsWarning);
@@ -68,9 +71,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     drain: () => app.drain(),
     // The workers stop after the last request (what they hold is finished and recorded), the store last.
     close: async () => {
+      const since = Date.now();
       await app.close();
       await workers.stop();
       await store.close();
+      await flushTracing(config.shutdown.timeoutMs, since);
     },
     messages: { closing: 'shutting down: finishing requests in flight', deadline: 'shutdown deadline passed; exiting with requests still open' },
   });

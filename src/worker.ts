@@ -13,11 +13,13 @@ import { createWakeups } from './runtime/wakeups.js';
 import { startWorkers } from './runtime/workers.js';
 import { prepareSchema } from './server.js';
 import { createStore } from './store/index.js';
+import { flushTracing, startTracing } from './tracing/switch.js';
 
 export async function startWorkerProcess(config: Config): Promise<App> {
   if (!config.workers.messages && !config.workers.webhooks) {
     throw new ConfigError('`petstore worker` has nothing to run: PETSTORE_MESSAGE_WORKER and PETSTORE_WEBHOOK_WORKER are both false.');
   }
+  await startTracing();
   const logger = createLogger(config.logging);
   const store = await createStore(config, { server: true });
   if (store.secretsWarning) logger.warn(store.secretsWarning);
@@ -32,9 +34,11 @@ export async function startWorkerProcess(config: Config): Promise<App> {
     drain: () => app.drain(),
     // The work in hand first, while /metrics still answers; the store last.
     close: async () => {
+      const since = Date.now();
       await workers.stop();
       await app.close();
       await store.close();
+      await flushTracing(config.shutdown.timeoutMs, since);
     },
     messages: { closing: 'shutting down: finishing the work in hand', deadline: 'shutdown deadline passed; exiting with work still open' },
   });

@@ -109,7 +109,7 @@ async function writeData(url: string) {
   execOn(url, migrations.find((m) => m.version === 13)!.sqlite);
   const store = await createStore(storeConfig(url, { pgPoolMax: 2, readCache: false }));
   try {
-    assert.deepEqual(await store.pendingMigrations(), [7, 10, 11, 12, 13], 'only the no-op, 10, 11, 12 and 13 are pending, before anything moved');
+    assert.deepEqual(await store.pendingMigrations(), [7, 10, 11, 12, 13, 14], 'only the no-op, 10, 11, 12, 13 and 14 are pending, before anything moved');
     const services = await createServices({ store, clock: { now: () => Date.now() }, environment: 'production' });
     const account = await services.accounts.create('Former numbering');
     const key = (await services.apiKeys.create(account.id, 'production')).key;
@@ -146,7 +146,7 @@ describe('upgrading a SQLite store recorded under the former numbering', () => {
 
     const env = { PETSTORE_DATABASE_URL: database.url };
     const runs = await Promise.all([cliJson<{ applied: number[] }>(['migrate'], env), cliJson<{ applied: number[] }>(['migrate'], env)]);
-    assert.deepEqual(runs.flatMap((r) => r.applied).sort((x, y) => x - y), [7, 10, 11, 12, 13], 'each of the no-op, 10, 11, 12 and 13 applied once, by one process; 8 and 9 were not applied again');
+    assert.deepEqual(runs.flatMap((r) => r.applied).sort((x, y) => x - y), [7, 10, 11, 12, 13, 14], 'each of the no-op, 10, 11, 12, 13 and 14 applied once, by one process; 8 and 9 were not applied again');
 
     const rows = readRows(database.url);
     assert.deepEqual(rows.map((r) => [r.version, r.name]), migrations.map((m) => [m.version, m.name]));

@@ -9,6 +9,8 @@ import type { WorkerDeps } from '../runtime/workers.js';
 import type { Store } from '../store/types.js';
 import { createInstance } from './instance.js';
 import type { App } from './plugin.js';
+import { registerTracing } from './plugins/tracing.js';
+import { hooks as tracingHooks } from '../tracing/switch.js';
 import { collectRouteMethods, corePlugin } from './plugins/core.js';
 import { metricsEndpointPlugin, metricsPlugin, rateLimitPlugin, servicesPlugin, storePlugin } from './plugins/foundation.js';
 import { apiPlugin, exampleApiPlugin, fastPathPlugin, healthPlugin, openApiPlugin, portalPlugin } from './plugins/routes.js';
@@ -26,6 +28,8 @@ export interface AppDeps {
 async function foundation({ config, store, logger, wakeups, clock = systemClock }: AppDeps, metrics: MetricsConfig) {
   const instance = createInstance(config.http, logger);
   const { app } = instance;
+  // Tracing on: first, so its hooks see every other plugin's work.
+  if (tracingHooks) await registerTracing(app);
   await app.register(corePlugin, { bodyLimit: config.http.bodyLimit });
   const addMethodNotAllowed = collectRouteMethods(app);
   await app.register(metricsPlugin, {});

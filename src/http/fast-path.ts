@@ -25,6 +25,7 @@ import { rateLimitHeaderValues } from './plugins/rate-limit.js';
 import { SCOPE_BIT } from '../services/scopes.js';
 import type { PetWire } from './routes/pets.js';
 import { nextPageLink } from './responses.js';
+import { hooks as tracingHooks, type ServerSpan, serverSpanOf } from '../tracing/switch.js';
 
 export interface FastPathDeps {
   services: Services;
@@ -70,7 +71,14 @@ interface Pending {
 }
 
 /** The onResponse hook's "request completed" line, with the fields taken as Fastify takes them. */
-function logCompleted(write: (request: CompletedRequest) => void, remoteAddress: string | undefined, reqId: string, req: IncomingMessage, responseTime: number): void {
+function logCompleted(
+  write: (request: CompletedRequest) => void,
+  remoteAddress: string | undefined,
+  reqId: string,
+  req: IncomingMessage,
+  responseTime: number,
+  trace?: ServerSpan,
+): void {
   const headers = req.headers;
   write({
     reqId,
@@ -82,6 +90,7 @@ function logCompleted(write: (request: CompletedRequest) => void, remoteAddress:
     remotePort: req.socket.remotePort,
     statusCode: 200,
     responseTime,
+    trace: trace?.ids,
   });
 }
 
@@ -123,11 +132,12 @@ function sentPet(pet: Pet): SentPage {
 
 class FastPath {
   private readonly rateLimit: ReturnType<typeof rateLimitHeaderValues>;
-  private readonly recordPet: (ms: number) => void;
-  private readonly recordList: (ms: number) => void;
+  private readonly recordPet: (ms: number, traceId?: string) => void;
+  private readonly recordList: (ms: number, traceId?: string) => void;
   private readonly writeRequestLine: (request: CompletedRequest) => void;
   private pending: Pending[] = [];
   private fallback: Handler = () => undefined;
+  private readonly traced = tracingHooks !== undefined;
 
   constructor(
     private readonly deps: FastPathDeps,
@@ -255,12 +265,18 @@ class FastPath {
     // Read before the answer: once the connection closes, its address is gone.
     const logging = writesAt(log, 'info');
     const address = logging ? this.deps.clientAddress(req) : undefined;
+    // Tracing on: the request's server span (started where it entered) learns what Fastify's would.
+    const span = this.traced ? serverSpanOf(req) : undefined;
+    if (span) {
+      span.setRoute(taken.kind === 'getPet' ? '/v1/pets/:petId' : '/v1/pets');
+      span.setAccount(auth.accountId);
+    }
     res.writeHead(200, headers);
     res.end(body);
     const ms = performance.now() - start;
-    (taken.kind === 'getPet' ? this.recordPet : this.recordList)(ms);
+    (taken.kind === 'getPet' ? this.recordPet : this.recordList)(ms, span?.sampled ? span.ids.trace_id : undefined);
     this.deps.answered.count++;
-    if (logging) logCompleted(this.writeRequestLine, address, reqId, req, ms);
+    if (logging) logCompleted(this.writeRequestLine, address, reqId, req, ms, span);
     return true;
   }
 

@@ -9,6 +9,7 @@ import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { HttpConfig } from '../config.js';
 import { lazyChildLoggerFactory } from '../logger.js';
 import type { App } from './plugin.js';
+import { hooks as tracingHooks, traceRequest } from '../tracing/switch.js';
 import { clientErrorHandler, frameworkErrorHandler, rawErrorReply } from './plugins/errors.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -54,6 +55,8 @@ export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTime
     // A key pasted here by mistake would be echoed and logged on every line: never accept one.
     typeof given === 'string' && REQUEST_ID.test(given) && !KEY_SHAPED.test(given) ? given : newRequestId();
   let interceptor: Interceptor = () => false;
+  // Tracing on: every request (the fast path's too) gets its server span here, where all enter.
+  const tracing = tracingHooks;
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: http.bodyLimit,
@@ -78,10 +81,15 @@ export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTime
           // idle connections first and never sends on one we are closing.
           keepAliveTimeout: 72_000,
         },
-        (req, res) => {
-          // Requests the interceptor takes, it answers or hands back to `handler` itself.
-          if (!interceptor(req, res, handler)) handler(req, res);
-        },
+        tracing
+          ? (req, res) =>
+              traceRequest(tracing, req, res, () => {
+                if (!interceptor(req, res, handler)) handler(req, res);
+              })
+          : (req, res) => {
+              // Requests the interceptor takes, it answers or hands back to `handler` itself.
+              if (!interceptor(req, res, handler)) handler(req, res);
+            },
       );
       // Unknown Expect values: RFC 9110 lets us ignore them and answer the request normally.
       server.on('checkExpectation', handler);

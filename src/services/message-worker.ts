@@ -9,6 +9,8 @@ import type { SqlDatabase } from '../store/core/sql.js';
 import type { TimeOperation } from '../store/instrumented.js';
 import type { Job, JobRepository } from '../store/jobs.js';
 import type { MessageOutcome, MessageRepository } from '../store/messages.js';
+import { hooks as tracingHooks } from '../tracing/switch.js';
+
 
 export const MESSAGE_JOB = 'message.deliver' as const;
 export const MAX_ATTEMPTS = 5;
@@ -44,7 +46,13 @@ export function createMessageWorker(deps: {
 }) {
   const { db, messages, jobs, clock, log, counters } = deps;
   const timed: TimeOperation = deps.timed ?? ((_operation, work) => work());
-  const deliver: Deliver = deps.deliver ?? (async () => {});
+  const plain: Deliver = deps.deliver ?? (async () => {});
+  const tracing = tracingHooks;
+  // Tracing on: each delivery a span linked to the POST /messages that queued it (stored with the message).
+  const deliver: Deliver = tracing
+    ? (message: Parameters<Deliver>[0] & { trace?: string }) =>
+        tracing.linkedSpan('message delivery', message.trace, { 'messaging.operation.type': 'process', 'petstore.message.id': message.id }, () => plain(message))
+    : plain;
   const pollMs = deps.pollMs ?? POLL_MS;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;

@@ -3,6 +3,9 @@
 // (an atomic Lua script on Redis time). If Redis fails, requests are allowed
 // (fail open) and the failure is reported, so a cache outage never takes the API down.
 import { Redis } from 'ioredis';
+import { hooks as tracingHooks } from '../tracing/switch.js';
+
+const REDIS_SPAN = { 'db.system.name': 'redis', 'db.operation.name': 'EVALSHA', 'db.stored_procedure.name': 'petstoreTake' };
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -108,7 +111,12 @@ export function createRedisRateLimiter(
   redis.on('error', () => undefined); // reported per request through onError
   redis.defineCommand('petstoreTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
   const timeoutMs = options.timeoutMs ?? 200;
-  const call = redis as unknown as { petstoreTake(key: string, rate: number, capacity: number): Promise<[number, string]> };
+  const script = redis as unknown as { petstoreTake(key: string, rate: number, capacity: number): Promise<[number, string]> };
+  const tracing = tracingHooks;
+  // Tracing on: each call a client span (the key is the API key's id, not the key: still left out).
+  const call: typeof script = tracing
+    ? { petstoreTake: (...args) => tracing.inSpan('EVALSHA', [], REDIS_SPAN, () => script.petstoreTake(...args), 'client') }
+    : script;
 
   return {
     ratePerSecond: options.ratePerSecond,

@@ -14,6 +14,7 @@ import type { Clock } from '../clock.js';
 import type { DeliveryError } from '../schemas/events.js';
 import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../store/webhooks.js';
 import { DeliverySlots } from './webhook-slots.js';
+import { hooks as tracingHooks, type TracingHooks } from '../tracing/switch.js';
 import { signatureHeader } from '../webhooks/signing.js';
 import { eventJson } from './events.js';
 
@@ -132,6 +133,15 @@ class Recorder {
   }
 }
 
+/** The receiver's host, for the span (never the path or query: they may carry the receiver's tokens). */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return '';
+  }
+}
+
 class DeliveryWorker {
   private readonly random: () => number;
   private readonly pollMs: number;
@@ -139,6 +149,8 @@ class DeliveryWorker {
   private readonly leaseMs: number;
   private readonly slots: DeliverySlots;
   private readonly recorder: Recorder;
+  /** Read once: tracing off costs the attempt one check. */
+  private readonly tracing = tracingHooks;
   private claiming = false;
   private stopped = true;
   private timer: NodeJS.Timeout | undefined;
@@ -231,11 +243,12 @@ class DeliveryWorker {
     const timestamp = Math.floor(startedAt / 1000);
     const secrets = d.previousSecret !== undefined && (d.previousSecretExpiresAt ?? 0) > startedAt ? [d.secret, d.previousSecret] : [d.secret];
     const started = performance.now();
-    const result = await send(d.url, {
+    const headers: Record<string, string> = {
       'webhook-id': d.event.id,
       'webhook-timestamp': String(timestamp),
       'webhook-signature': signatureHeader(secrets, d.event.id, timestamp, body),
-    }, body);
+    };
+    const result = await (this.tracing ? this.tracedSend(this.tracing, d, headers, body) : send(d.url, headers, body));
     const seconds = (performance.now() - started) / 1000;
     if (result.kind === 'error') {
       // The owner sees the category only; operators get what it hides.
@@ -260,6 +273,24 @@ class DeliveryWorker {
     const record = outcomeOf(d, { kind: 'error', category: 'signing_failed', reason: d.secretProblem ?? '' }, at, clock.now(), options.schedule, (attempt) => this.delayBefore(attempt));
     counters.attempt(record.outcome, undefined);
     return record;
+  }
+
+  /** The attempt as a client span, linked to the request that made the event; the receiver gets its traceparent. */
+  private tracedSend(tracing: TracingHooks, d: ClaimedDelivery, headers: Record<string, string>, body: string): Promise<SendResult> {
+    const attributes = {
+      'http.request.method': 'POST',
+      'server.address': hostOf(d.url),
+      'petstore.account_id': d.accountId,
+      'petstore.webhook.endpoint_id': d.endpointId,
+      'petstore.webhook.delivery_id': d.deliveryId,
+      'petstore.event.id': d.event.id,
+      'petstore.webhook.attempt': d.attempts + 1,
+    };
+    return tracing.clientSpan('webhook delivery', d.trace, attributes, headers, () => this.deps.send(d.url, headers, body), (result): { attributes: Record<string, string | number>; error: boolean } =>
+      result.kind === 'response'
+        ? { attributes: { 'http.response.status_code': result.status }, error: result.status >= 300 }
+        : { attributes: { 'error.type': result.category }, error: true },
+    );
   }
 
   private warn(err: unknown, message: string): void {

@@ -23,12 +23,28 @@ export interface EventRow {
   type: EventType;
   created_at: string;
   data: string;
+  /** The traceparent of the request that made each event (migration 14); written, read only by deliveries. */
+  trace?: string | null;
 }
 
 /** The most events one row holds (a group commit writes bigger batches as several rows). */
 export const MAX_RUN = 256;
 
 export const EVENT_COLUMNS = 'seq, span, id, more_ids, type, created_at, data';
+
+/**
+ * A row's trace column for its events' traceparents: NULL when none has one (tracing off),
+ * else one entry per event, comma-separated, empty for an event without one.
+ */
+export function traceColumn(traces: ReadonlyArray<string | undefined>): string | null {
+  return traces.every((trace) => trace === undefined) ? null : traces.map((trace) => trace ?? '').join(',');
+}
+
+/** The traceparent of event `k` (0-based) of a row's trace column. */
+export function traceAt(column: string | null | undefined, k: number): string | undefined {
+  if (!column) return undefined;
+  return column.split(',')[k] || undefined;
+}
 
 /** SQL (both backends): the seq of `account`'s event-log row holding its event `seq`, if any. */
 export const runOf = (account: string, seq: string) =>
@@ -117,6 +133,8 @@ export interface EventWrite {
   accountId: string;
   event: NewEvent;
   createdAt: string;
+  /** The traceparent of the request that made it (tracing on). */
+  trace?: string | undefined;
 }
 
 /** Consecutive writes of one account, in order (each group takes the account's counter once). */
@@ -142,11 +160,12 @@ export function runRows(seq: number, writes: readonly EventWrite[]): EventRow[] 
     let j = i + 1;
     while (j < writes.length && j - i < MAX_RUN && writes[j]!.event.type === event.type) j++;
     if (j - i === 1) {
-      rows.push({ seq, span: 1, id: eventId(seq), more_ids: null, type: event.type, created_at: createdAt, data: event.data });
+      rows.push({ seq, span: 1, id: eventId(seq), more_ids: null, type: event.type, created_at: createdAt, data: event.data, trace: writes[i]!.trace ?? null });
     } else {
       let data = '[' + event.data;
       for (let k = i + 1; k < j; k++) data += ',' + writes[k]!.event.data;
-      rows.push({ seq, span: j - i, id: eventId(seq), more_ids: randomHex20s(j - i - 1), type: event.type, created_at: createdAt, data: data + ']' });
+      const trace = traceColumn(writes.slice(i, j).map((write) => write.trace));
+      rows.push({ seq, span: j - i, id: eventId(seq), more_ids: randomHex20s(j - i - 1), type: event.type, created_at: createdAt, data: data + ']', trace });
     }
     seq += j - i;
     i = j;
@@ -173,6 +192,8 @@ export interface NewPetWrite {
   accountId: string;
   pet: NewPet;
   createdAt: string;
+  /** The traceparent of the request that created it (tracing on). */
+  trace?: string | undefined;
 }
 
 /**
@@ -181,7 +202,7 @@ export interface NewPetWrite {
  * others' (more_ids, '' for one pet), the run's time (its first pet's) and its data after
  * `{"firstPetId":N` (petRunData). The statement that numbers the pets fills in the rest.
  */
-export function petRunParams(batch: readonly NewPetWrite[]): [string[], string[], string[], string[], string[]] {
+export function petRunParams(batch: readonly NewPetWrite[]): [string[], string[], string[], string[], string[], Array<string | null>] {
   const runs = new Map<string, NewPetWrite[]>();
   for (const item of batch) {
     const run = runs.get(item.accountId);
@@ -193,14 +214,16 @@ export function petRunParams(batch: readonly NewPetWrite[]): [string[], string[]
   const moreIds: string[] = [];
   const createdAts: string[] = [];
   const data: string[] = [];
+  const traces: Array<string | null> = [];
   for (const [accountId, run] of runs) {
     accounts.push(accountId);
     firstRandoms.push(randomHex20());
     moreIds.push(randomHex20s(run.length - 1));
     createdAts.push(run[0]!.createdAt);
     data.push(petRunData(run.map((item) => item.pet)));
+    traces.push(traceColumn(run.map((item) => item.trace)));
   }
-  return [accounts, firstRandoms, moreIds, createdAts, data];
+  return [accounts, firstRandoms, moreIds, createdAts, data, traces];
 }
 
 /** What a backend provides to read its log: the SQL (src/store/<backend>/events.ts). */

@@ -44,6 +44,13 @@ export interface MessageRow {
 
 export const MESSAGE_COLUMNS = 'seq, id, message, status, created_at, delivered_at, failure_reason';
 
+/** The message with its stored trace context (the worker's read). */
+export function toTracedMessage(row: MessageRow & { trace: string | null }): StoredMessage & { trace?: string } {
+  const message: StoredMessage & { trace?: string } = toMessage(row);
+  if (row.trace !== null) message.trace = row.trace;
+  return message;
+}
+
 /** NULL columns become absent properties, never `null`. */
 export function toMessage(row: MessageRow): StoredMessage {
   const message: StoredMessage = { seq: row.seq, id: row.id, message: row.message, status: row.status, createdAt: row.created_at };
@@ -55,7 +62,8 @@ export function toMessage(row: MessageRow): StoredMessage {
 /** Messages (src/store/<backend>/messages.ts). Every call is scoped by account. */
 export interface MessageRepository {
   get(accountId: string, id: string): Promise<StoredMessage | undefined>;
-  getBySeq(accountId: string, seq: number): Promise<StoredMessage | undefined>;
+  /** With the traceparent of the request that queued it (tracing on then), for the worker's link. */
+  getBySeq(accountId: string, seq: number): Promise<(StoredMessage & { trace?: string }) | undefined>;
   /** Messages of one account, oldest first, at most `limit`. */
   list(query: ListMessagesQuery): Promise<readonly StoredMessage[]>;
   /** A new message `queued`, with the account's next seq. */

@@ -3,6 +3,7 @@ import type { NewPet, Pet, PetStatus } from '../schemas/index.js';
 import { petCreatedEvent } from '../services/domain-events.js';
 import type { Dialect } from './core/dialect.js';
 import { createGroupCommit } from './core/group-commit.js';
+import { hooks as tracingHooks } from '../tracing/switch.js';
 import { placeholders, type Sql, type SqlDatabase } from './core/sql.js';
 import { adjustCategories, type CategoryCount } from './categories.js';
 import type { EventRepository } from './events.js';
@@ -37,6 +38,8 @@ export interface PetCreate {
   accountId: string;
   pet: NewPet;
   createdAt: string;
+  /** The creating request's traceparent (tracing on), stored with its pet.created event. */
+  trace?: string | undefined;
 }
 
 /** The account's pets per status, kept with every change (accounts.pets_*). */
@@ -217,6 +220,7 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
     );
     return toPet(row!);
   };
+  const tracing = tracingHooks;
   const commits = createGroupCommit<PetCreate, Pet>({
     max: GROUP_COMMIT_MAX,
     writeBatch: backend.writeBatch,
@@ -252,7 +256,8 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
   }
 
   return {
-    create: (item) => commits.submit(item),
+    // The batch runs outside the request's context: its trace goes with the item.
+    create: tracing ? (item) => commits.submit({ ...item, trace: tracing.traceparent() }) : (item) => commits.submit(item),
     insert: async (tx, item) => {
       const pet = await insert(tx, item);
       backend.wrote?.(item.accountId);

@@ -3,7 +3,7 @@
 // policy, what a claim hands out, what an attempt's outcome does to its delivery.
 import type { DeliveryStatus, EventType } from '../schemas/events.js';
 import type { Sql, SqlDatabase } from './core/sql.js';
-import { eventAt, type EventRow, holds, idIn, runData, runOf } from './event-log.js';
+import { eventAt, type EventRow, holds, idIn, runData, runOf, traceAt } from './event-log.js';
 import type { AlsoInTransaction, AttemptRecord, ClaimedDelivery, ListDeliveriesQuery, StoredDelivery, StoredWebhookEndpoint, WebhookEndpointPatch, WebhookRepository, WebhookStats } from './webhooks.js';
 import type { Sealed, SecretBox } from '../webhooks/secret-box.js';
 import { openedSecrets, resealSecrets, type SealedEndpointRecord } from './webhook-secrets.js';
@@ -93,13 +93,14 @@ export interface ClaimedRow {
   event_type: EventType;
   event_created_at: string;
   event_data: string;
+  event_trace: string | null;
 }
 
 /** What a claim selects for a job j (CLAIMED_JOINS). */
 export const CLAIMED_COLUMNS =
   'j.id AS job_id, d.id AS delivery_id, d.account_id, d.endpoint_id, d.event_seq, d.attempts, d.single_attempt, w.url, w.disabled, w.secret, w.secret_key_id, ' +
   'w.previous_secret, w.previous_secret_key_id, w.previous_secret_expires_at, e.seq AS run_seq, e.span AS run_span, e.id AS run_id, e.more_ids AS run_more_ids, ' +
-  'e.type AS event_type, e.created_at AS event_created_at, e.data AS event_data';
+  'e.type AS event_type, e.created_at AS event_created_at, e.data AS event_data, e.trace AS event_trace';
 
 /** SQL: a job j joined to its pending delivery d, d's endpoint w, and the log's row e holding d's event. */
 export const CLAIMED_JOINS = `LEFT JOIN webhook_deliveries d ON d.endpoint_id = j.grp AND d.event_seq = j.ref AND d.status = 'pending'
@@ -141,6 +142,7 @@ export function toClaimedDeliveries(rows: readonly ClaimedRow[], leasedUntil: nu
       ...openedSecrets(secrets, row, row.endpoint_id),
       previousSecretExpiresAt: row.previous_secret_expires_at ?? undefined,
       event: eventAt(run, row.event_seq, data),
+      trace: traceAt(row.event_trace, row.event_seq - run.seq),
     });
   }
   return { claimed, orphans };

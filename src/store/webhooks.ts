@@ -85,6 +85,8 @@ export interface ClaimedDelivery {
   previousSecretExpiresAt: number | undefined;
   secretProblem?: string | undefined;
   event: StoredEvent;
+  /** The traceparent of the request whose change made the event (tracing on then). */
+  trace?: string | undefined;
 }
 
 /** What an attempt came to; recorded with its job's removal or rescheduling in one transaction. */

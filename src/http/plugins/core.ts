@@ -5,6 +5,7 @@ import type { HTTPMethods } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { InvalidContentTypeError, InvalidJsonError, InvalidRequestError, MethodNotAllowedError } from '../../errors.js';
 import { createRequestLineWriter, writesAt } from '../../logger.js';
+import { hooks as tracingHooks, serverSpanOf } from '../../tracing/switch.js';
 import { eventSchemas } from '../../schemas/events.js';
 import { sharedSchemas } from '../../schemas/index.js';
 import { categorySchemas } from '../../schemas/categories.js';
@@ -44,6 +45,7 @@ function parseJson(body: Buffer): unknown {
 
 function registerRequestLog(app: App): void {
   const writeRequestLine = createRequestLineWriter(app.log);
+  const traced = tracingHooks !== undefined;
   app.addHook('onResponse', (request, reply, done) => {
     // At warn and above nothing is read: the getters below cost something each.
     if (!writesAt(app.log, 'info')) {
@@ -61,6 +63,7 @@ function registerRequestLog(app: App): void {
       remotePort: request.socket?.remotePort,
       statusCode: reply.statusCode,
       responseTime: reply.elapsedTime,
+      trace: traced ? serverSpanOf(request.raw)?.ids : undefined,
     });
     done();
   });

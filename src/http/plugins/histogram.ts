@@ -7,6 +7,15 @@ import type { MetricObjectWithValues, MetricValueWithName, Registry } from 'prom
 
 export interface HistogramSeries {
   observe(value: number): void;
+  /** The same, remembering `traceId` as its bucket's exemplar (OpenMetrics scrapes show it). */
+  observeWithExemplar(value: number, traceId: string): void;
+}
+
+interface Exemplar {
+  traceId: string;
+  value: number;
+  /** Seconds since the epoch. */
+  at: number;
 }
 
 interface Series<L extends string> {
@@ -15,6 +24,14 @@ interface Series<L extends string> {
   counts: Float64Array;
   sum: number;
   count: number;
+  /** Per bucket, the latest traced observation (made on the first one: tracing on). */
+  exemplars?: Array<Exemplar | undefined>;
+}
+
+/** A bucket's exemplar as prom-client's registry prints it (OpenMetrics only). */
+function exemplarOf(s: { exemplars?: Array<Exemplar | undefined> }, i: number): { exemplar?: { labelSet: { trace_id: string }; value: number; timestamp: number } } {
+  const e = s.exemplars?.[i];
+  return e ? { exemplar: { labelSet: { trace_id: e.traceId }, value: e.value, timestamp: e.at } } : {};
 }
 
 export class BoundHistogram<L extends string> {
@@ -43,13 +60,20 @@ export class BoundHistogram<L extends string> {
     }
     const s = series;
     const buckets = this.buckets;
+    const observe = (value: number): number => {
+      let i = 0;
+      while (i < buckets.length && value > buckets[i]!) i++;
+      s.counts[i]! += 1;
+      s.sum += value;
+      s.count += 1;
+      return i;
+    };
     return {
-      observe(value: number): void {
-        let i = 0;
-        while (i < buckets.length && value > buckets[i]!) i++;
-        s.counts[i]! += 1;
-        s.sum += value;
-        s.count += 1;
+      observe,
+      observeWithExemplar(value: number, traceId: string): void {
+        const i = observe(value);
+        s.exemplars ??= new Array<Exemplar | undefined>(buckets.length + 1);
+        s.exemplars[i] = { traceId, value, at: Date.now() / 1000 };
       },
     };
   }
@@ -61,9 +85,9 @@ export class BoundHistogram<L extends string> {
       let cumulative = 0;
       this.buckets.forEach((bound, i) => {
         cumulative += s.counts[i]!;
-        values.push({ metricName: `${this.name}_bucket`, labels: { le: bound, ...s.labels } as never, value: cumulative });
+        values.push({ metricName: `${this.name}_bucket`, labels: { le: bound, ...s.labels } as never, value: cumulative, ...exemplarOf(s, i) });
       });
-      values.push({ metricName: `${this.name}_bucket`, labels: { le: '+Inf', ...s.labels } as never, value: s.count });
+      values.push({ metricName: `${this.name}_bucket`, labels: { le: '+Inf', ...s.labels } as never, value: s.count, ...exemplarOf(s, this.buckets.length) });
       values.push({ metricName: `${this.name}_sum`, labels: s.labels as never, value: s.sum });
       values.push({ metricName: `${this.name}_count`, labels: s.labels as never, value: s.count });
     }

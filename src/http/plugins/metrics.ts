@@ -2,12 +2,49 @@
 import cluster from 'node:cluster';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { AggregatorRegistry, Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, collectDefaultMetrics, Gauge, Histogram, type OpenMetricsContentType, Registry } from 'prom-client';
 import type { MetricsConfig } from '../../config.js';
 import { UnauthorizedError } from '../../errors.js';
 import type { Store } from '../../store/types.js';
 import { BoundHistogram, type HistogramSeries } from './histogram.js';
 import { serveMetricsApart } from './metrics-listener.js';
+import { hooks as tracingHooks, serverSpanOf, type TracingHooks } from '../../tracing/switch.js';
+
+/** petstore_tracing_spans_dropped_total: spans the full export queue refused or a failed export lost. */
+function countDroppedSpans(registry: Registry, tracing: TracingHooks): void {
+  new Counter({
+    name: 'petstore_tracing_spans_dropped_total',
+    help: 'Spans dropped: the export queue was full (OTEL_BSP_MAX_QUEUE_SIZE), or the collector did not take them.',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const dropped = tracing.dropped();
+      this.inc({ reason: 'queue_full' }, dropped.queueFull);
+      this.inc({ reason: 'export_failed' }, dropped.exportFailed);
+    },
+  });
+}
+
+/** True when the scraper prefers OpenMetrics (Prometheus asks for it first when it can read exemplars). */
+const wantsOpenMetrics = (accept: string | undefined) => accept !== undefined && accept.includes('application/openmetrics-text');
+
+/**
+ * The registry as OpenMetrics text. prom-client renames a counter in place when it prints
+ * OpenMetrics, so each metric goes in as a stand-in: the Prometheus text stays as it was.
+ */
+async function openMetricsText(registry: Registry): Promise<string> {
+  const open = new Registry<OpenMetricsContentType>();
+  open.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
+  for (const metric of registry.getMetricsAsArray()) {
+    const m = metric as unknown as { name: string; help: string; type: string; get(): Promise<unknown> };
+    // OpenMetrics adds `_total` to a counter's samples itself.
+    const name = m.type === 'counter' ? m.name.replace(/_total$/, '') : m.name;
+    const get = async () => ({ ...(await m.get() as object), name });
+    open.registerMetric({ name, help: m.help, type: m.type, get } as never);
+  }
+  return open.metrics();
+}
 
 export function createMetrics() {
   const registry = new Registry();
@@ -172,8 +209,8 @@ function clusterScrape(registry: Registry): () => Promise<string> {
 export interface ResponseRecorder {
   /** One answered request: method, route template (undefined when unmatched), status, milliseconds. */
   (method: string, route: string | undefined, status: number, ms: number): void;
-  /** The same for a path that always answers one (method, route, status): no key built per call. */
-  fixed(method: string, route: string, status: number): (ms: number) => void;
+  /** The same for a path that always answers one (method, route, status): no key built per call; `traceId` (tracing on) is kept as an exemplar. */
+  fixed(method: string, route: string, status: number): (ms: number, traceId?: string) => void;
 }
 
 /** Registers /metrics and the per-request histogram; returns the recorder the onResponse hook uses. */
@@ -278,14 +315,33 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: S
   record.fixed = (method, route, status) => {
     let s: HistogramSeries | undefined;
     // Bound on first use, so the series appears in /metrics only once it has been answered.
-    return (ms) => (s ??= seriesOf(method, route, status)).observe(ms / 1000);
+    return (ms, traceId) => {
+      s ??= seriesOf(method, route, status);
+      if (traceId === undefined) s.observe(ms / 1000);
+      else s.observeWithExemplar(ms / 1000, traceId);
+    };
   };
-  app.addHook('onResponse', (request, reply, done) => {
-    record(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime);
-    done();
-  });
+  const tracing = tracingHooks;
+  app.addHook(
+    'onResponse',
+    tracing
+      ? (request, reply, done) => {
+          const span = serverSpanOf(request.raw);
+          const series = seriesOf(request.method, request.routeOptions.url, reply.statusCode);
+          if (span?.sampled) series.observeWithExemplar(reply.elapsedTime / 1000, span.ids.trace_id);
+          else series.observe(reply.elapsedTime / 1000);
+          done();
+        }
+      : (request, reply, done) => {
+          record(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime);
+          done();
+        },
+  );
+  if (tracing) countDroppedSpans(metrics.registry, tracing);
 
   const scrape = cluster.isWorker && process.send ? clusterScrape(metrics.registry) : () => metrics.registry.metrics();
+  // Tracing on: a scrape asking for OpenMetrics gets it, with the latency histogram's trace-id exemplars.
+  const openMetrics = tracing && !(cluster.isWorker && process.send) ? () => openMetricsText(metrics.registry) : undefined;
   if (listener) {
     // Not on the public listener at all: its /metrics is an unknown route (404).
     serveMetricsApart(app, listener, async () => ({ contentType: metrics.registry.contentType, body: await scrape() }));
@@ -299,6 +355,7 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, store: S
         throw new UnauthorizedError('GET /metrics needs `Authorization: Bearer <PETSTORE_METRICS_TOKEN>`.', given.length > 0);
       }
     }
+    if (openMetrics && wantsOpenMetrics(request.headers.accept)) return reply.type(Registry.OPENMETRICS_CONTENT_TYPE).send(await openMetrics());
     return reply.type(metrics.registry.contentType).send(await scrape());
   });
   return record;

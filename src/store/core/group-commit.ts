@@ -4,6 +4,7 @@
 // A batch that fails for a reason other than the database being away is written again one
 // item per transaction, so only the items at fault reject their callers.
 import { StoreUnavailableError } from '../errors.js';
+import { hooks as tracingHooks } from '../../tracing/switch.js';
 
 export interface GroupCommitOptions<I, R> {
   /** Most items one batch takes; the rest wait for the next one. */
@@ -27,6 +28,8 @@ export interface GroupCommit<I, R> {
 
 interface Pending<I, R> {
   item: I;
+  /** The submitting request's span context (tracing on): the batch's span links to it. */
+  link?: unknown;
   resolve(result: R): void;
   reject(error: unknown): void;
 }
@@ -34,6 +37,8 @@ interface Pending<I, R> {
 export function createGroupCommit<I, R>(options: GroupCommitOptions<I, R>): GroupCommit<I, R> {
   const queue: Pending<I, R>[] = [];
   let inFlight: Promise<void> | undefined;
+  // Read once: with tracing off, nothing below looks at it again.
+  const tracing = tracingHooks;
 
   /** One transaction per item: each settles on its own. */
   const writeEach = async (items: readonly I[]): Promise<PromiseSettledResult<R>[]> => {
@@ -60,7 +65,9 @@ export function createGroupCommit<I, R>(options: GroupCommitOptions<I, R>): Grou
 
   const commit = async (batch: Pending<I, R>[]): Promise<void> => {
     const items = batch.map((pending) => pending.item);
-    const settled = await write(items);
+    const settled = await (tracing
+      ? tracing.inSpan('group commit', batch.map((pending) => pending.link), { 'db.operation.batch.size': items.length }, () => write(items))
+      : write(items));
     // Before anyone hears back (a read cache forgets what these writes made stale).
     options.written?.(items);
     settled.forEach((result, i) => {
@@ -81,7 +88,7 @@ export function createGroupCommit<I, R>(options: GroupCommitOptions<I, R>): Grou
   return {
     submit(item) {
       return new Promise<R>((resolve, reject) => {
-        queue.push({ item, resolve, reject });
+        queue.push(tracing ? { item, resolve, reject, link: tracing.capture() } : { item, resolve, reject });
         // setImmediate: after this turn's I/O callbacks, so every request parsed in it joins.
         if (queue.length === 1 && !inFlight) setImmediate(flush);
       });

@@ -14,6 +14,7 @@ import { inventoryAndCategories } from './010-inventory-and-categories.js';
 import { apiKeyScopesAndExpiry } from './011-api-key-scopes-and-expiry.js';
 import { auditLog } from './012-audit-log.js';
 import { sealedWebhookSecrets } from './013-sealed-webhook-secrets.js';
+import { traceContext } from './014-trace-context.js';
 
 export type { Migration, MigrationBackend } from './migration.js';
 
@@ -31,4 +32,5 @@ export const migrations: readonly Migration[] = [
   apiKeyScopesAndExpiry,
   auditLog,
   sealedWebhookSecrets,
+  traceContext,
 ];

@@ -5,6 +5,7 @@ import pg, { type CustomTypesConfig, type PoolClient, type QueryResultRow } from
 import { CommitOutcomeUnknownError, StoreUnavailableError } from '../errors.js';
 import type { Params, Sql, SqlDatabase } from '../core/sql.js';
 import { createPipeline, type Pipeline } from './pipeline.js';
+import { hooks as tracing } from '../../tracing/switch.js';
 
 /** Fail fast during an outage instead of queueing requests behind a dead server. */
 export const CONNECTION_TIMEOUT_MS = 2000;
@@ -149,7 +150,7 @@ export function openPostgres(url: string, options: PostgresOptions): PostgresDat
   const prepared = <R extends QueryResultRow>(name: string, text: string, values: readonly unknown[]) =>
     guard(async () => (await pool.query<R>({ name, text: dollars(text), values: values as unknown[] })).rows);
 
-  return {
+  const database: PostgresDatabase = {
     dialect: 'postgres',
     url,
     pool,
@@ -170,6 +171,8 @@ export function openPostgres(url: string, options: PostgresOptions): PostgresDat
       await ended;
     },
   };
+  // Tracing on: a span per statement, added here once (the one check; nothing per statement when off).
+  return tracing ? tracing.database(database, 'postgresql') : database;
 }
 
 /**

@@ -5,6 +5,7 @@
 import type { Sql, SqlDatabase } from '../core/sql.js';
 import { EVENT_COLUMNS, eventRepository, type EventRow, LEGACY_EVENT_ID, randomHex20, runOf } from '../event-log.js';
 import type { EventRepository, NewEvent } from '../events.js';
+import { activeTraceparent } from '../../tracing/switch.js';
 
 /**
  * SQL for the id of the event with sequence `seq`, as eventId() (event-log.ts) makes it, its
@@ -19,20 +20,23 @@ export const eventIdSql = (seq: string, random: string) => `'evt_' || lpad(to_he
  * n (its pets) and base (its last pet id before); `$p`…`$p+4` are petRunParams' arrays (event-log.ts).
  */
 export const petRunsInsertSql = (next: string, p: number) => `
-      INSERT INTO events (account_id, seq, span, id, more_ids, type, created_at, data)
+      INSERT INTO events (account_id, seq, span, id, more_ids, type, created_at, data, trace)
       SELECT n.account_id, n.event_base + 1, n.n, ${eventIdSql('n.event_base + 1', 'r.first_random')}, NULLIF(r.more_ids, ''), 'pet.created', r.created_at,
-        '{"firstPetId":' || (n.base + 1) || r.data
-      FROM ${next} n JOIN unnest($${p}::text[], $${p + 1}::text[], $${p + 2}::text[], $${p + 3}::timestamptz[], $${p + 4}::text[]) AS r(account_id, first_random, more_ids, created_at, data)
+        '{"firstPetId":' || (n.base + 1) || r.data, r.trace
+      FROM ${next} n JOIN unnest($${p}::text[], $${p + 1}::text[], $${p + 2}::text[], $${p + 3}::timestamptz[], $${p + 4}::text[], $${p + 5}::text[])
+        AS r(account_id, first_random, more_ids, created_at, data, trace)
         ON r.account_id = n.account_id`;
 
 const APPEND_SQL = `
   WITH next AS (UPDATE accounts SET last_event_seq = last_event_seq + $2 WHERE id = $1 RETURNING last_event_seq - $2 AS base)
-  INSERT INTO events (account_id, seq, id, type, created_at, data)
-  SELECT $1, next.base + t.ord, ${eventIdSql('next.base + t.ord', 't.random')}, t.type, $3, t.data
+  INSERT INTO events (account_id, seq, id, type, created_at, data, trace)
+  SELECT $1, next.base + t.ord, ${eventIdSql('next.base + t.ord', 't.random')}, t.type, $3, t.data, $7::text
   FROM next, unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS t(type, data, random, ord)`;
 
 const appendParams = (accountId: string, events: readonly NewEvent[], createdAt: string) => [
   accountId, events.length, createdAt, events.map((e) => e.type), events.map((e) => e.data), events.map(randomHex20),
+  // In the request's context: its trace is stored with its events (each a row of its own here).
+  activeTraceparent() ?? null,
 ];
 
 const appended = (accountId: string, rows: number | null, events: readonly NewEvent[]) => {

@@ -1,5 +1,6 @@
 // Messages on PostgreSQL: SQL only (the rules are the services').
-import { MESSAGE_COLUMNS, type MessageRepository, type MessageRow, toMessage } from '../messages.js';
+import { MESSAGE_COLUMNS, type MessageRepository, type MessageRow, toMessage, toTracedMessage } from '../messages.js';
+import { activeTraceparent } from '../../tracing/switch.js';
 import type { PostgresDatabase } from './driver.js';
 
 export function createPostgresMessages(db: PostgresDatabase): MessageRepository {
@@ -10,8 +11,8 @@ export function createPostgresMessages(db: PostgresDatabase): MessageRepository 
     },
 
     async getBySeq(accountId, seq) {
-      const row = await db.get<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE account_id = $1 AND seq = $2`, [accountId, seq]);
-      return row && toMessage(row);
+      const row = await db.get<MessageRow & { trace: string | null }>(`SELECT ${MESSAGE_COLUMNS}, trace FROM messages WHERE account_id = $1 AND seq = $2`, [accountId, seq]);
+      return row && toTracedMessage(row);
     },
 
     async list({ accountId, limit, status, afterSeq = 0 }) {
@@ -28,9 +29,9 @@ export function createPostgresMessages(db: PostgresDatabase): MessageRepository 
       // One statement: the account's next seq (its row lock orders the account's messages), the message.
       const row = await tx.get<MessageRow>(
         `WITH next AS (UPDATE accounts SET last_message_seq = last_message_seq + 1 WHERE id = $1 RETURNING last_message_seq AS seq)
-         INSERT INTO messages (account_id, seq, id, message, status, created_at)
-         SELECT $1, seq, $2, $3, 'queued', $4 FROM next RETURNING ${MESSAGE_COLUMNS}`,
-        [accountId, m.id, m.message, m.createdAt],
+         INSERT INTO messages (account_id, seq, id, message, status, created_at, trace)
+         SELECT $1, seq, $2, $3, 'queued', $4, $5 FROM next RETURNING ${MESSAGE_COLUMNS}`,
+        [accountId, m.id, m.message, m.createdAt, activeTraceparent() ?? null],
       );
       if (!row) throw new Error(`no account ${accountId}`);
       return toMessage(row);

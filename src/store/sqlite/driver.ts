@@ -8,6 +8,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../errors.js';
 import type { Params, Sql, SqlDatabase } from '../core/sql.js';
+import { hooks as tracing } from '../../tracing/switch.js';
 
 // Failures that mean "the database cannot serve now" (locked past the busy timeout, disk full or
 // failing, file gone or read-only, connection closed), not "this query is wrong".
@@ -115,7 +116,7 @@ export function openSqlite(url: string): SqliteDatabase {
     }
   };
 
-  return {
+  const database: SqliteDatabase = {
     dialect: 'sqlite',
     file,
     connection: db,
@@ -139,4 +140,6 @@ export function openSqlite(url: string): SqliteDatabase {
       if (db.open) db.close();
     },
   };
+  // Tracing on: a span per statement, added here once (the one check; nothing per statement when off).
+  return tracing ? tracing.database(database, 'sqlite') : database;
 }

@@ -5,6 +5,7 @@ import type { Sql, SqlDatabase } from '../core/sql.js';
 import { byAccount, EVENT_COLUMNS, eventRepository, type EventRow, type EventWrite, LEGACY_EVENT_ID, runOf, runRows } from '../event-log.js';
 import type { EventRepository } from '../events.js';
 import { nextIds } from '../accounts.js';
+import { activeTraceparent } from '../../tracing/switch.js';
 
 export interface SqliteEventRepository extends EventRepository {
   /**
@@ -16,17 +17,23 @@ export interface SqliteEventRepository extends EventRepository {
 }
 
 const insertSqls: string[] = [];
-/** One multi-row INSERT for an account's rows. */
-const insertSql = (rows: number) =>
-  (insertSqls[rows] ??= `INSERT INTO events (account_id, seq, span, id, more_ids, type, created_at, data) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`);
+const tracedSqls: string[] = [];
+/** One multi-row INSERT for an account's rows; the trace column only when one of them has a trace (tracing on). */
+const insertSql = (rows: number, traced: boolean) =>
+  traced
+    ? (tracedSqls[rows] ??= `INSERT INTO events (account_id, seq, span, id, more_ids, type, created_at, data, trace) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`)
+    : (insertSqls[rows] ??= `INSERT INTO events (account_id, seq, span, id, more_ids, type, created_at, data) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`);
 /** An account's rows as insertSql's values. */
-const insertValues = (accountId: string, rows: readonly EventRow[]): unknown[] =>
-  rows.flatMap((row) => [accountId, row.seq, row.span, row.id, row.more_ids, row.type, row.created_at, row.data]);
+const insertValues = (accountId: string, rows: readonly EventRow[], traced: boolean): unknown[] =>
+  traced
+    ? rows.flatMap((row) => [accountId, row.seq, row.span, row.id, row.more_ids, row.type, row.created_at, row.data, row.trace ?? null])
+    : rows.flatMap((row) => [accountId, row.seq, row.span, row.id, row.more_ids, row.type, row.created_at, row.data]);
 
 async function appendMany(tx: Sql, writes: readonly EventWrite[]): Promise<void> {
   for (const group of byAccount(writes)) {
     const rows = runRows(await nextIds(tx, 'last_event_seq', group.accountId, group.writes.length), group.writes);
-    await tx.run(insertSql(rows.length), insertValues(group.accountId, rows));
+    const traced = rows.some((row) => row.trace != null);
+    await tx.run(insertSql(rows.length, traced), insertValues(group.accountId, rows, traced));
   }
 }
 
@@ -52,7 +59,11 @@ async function pruneAccount(tx: Sql, accountId: string, before: string): Promise
 export function createSqliteEvents(db: SqlDatabase, enabled: boolean): SqliteEventRepository {
   const many = enabled ? appendMany : async () => {};
   const repository = eventRepository({
-    append: (tx, accountId, events, createdAt) => many(tx, events.map((event) => ({ accountId, event, createdAt }))),
+    append: (tx, accountId, events, createdAt) => {
+      // In the request's context: its trace is stored with its events.
+      const trace = activeTraceparent();
+      return many(tx, events.map((event) => ({ accountId, event, createdAt, trace })));
+    },
     rowsFrom: (account, after, limit, types) =>
       types === undefined
         ? db.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE ${FROM} ORDER BY seq LIMIT @limit`, { account, after, limit })

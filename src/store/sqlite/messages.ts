@@ -1,5 +1,6 @@
 // Messages on SQLite: SQL only (the rules are the services').
-import { MESSAGE_COLUMNS, type MessageRepository, type MessageRow, toMessage } from '../messages.js';
+import { MESSAGE_COLUMNS, type MessageRepository, type MessageRow, toMessage, toTracedMessage } from '../messages.js';
+import { activeTraceparent } from '../../tracing/switch.js';
 import { nextIds } from '../accounts.js';
 import type { SqliteDatabase } from './driver.js';
 
@@ -11,8 +12,8 @@ export function createSqliteMessages(db: SqliteDatabase): MessageRepository {
     },
 
     async getBySeq(accountId, seq) {
-      const row = await db.get<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE account_id = ? AND seq = ?`, [accountId, seq]);
-      return row && toMessage(row);
+      const row = await db.get<MessageRow & { trace: string | null }>(`SELECT ${MESSAGE_COLUMNS}, trace FROM messages WHERE account_id = ? AND seq = ?`, [accountId, seq]);
+      return row && toTracedMessage(row);
     },
 
     async list({ accountId, limit, status, afterSeq = 0 }) {
@@ -28,8 +29,8 @@ export function createSqliteMessages(db: SqliteDatabase): MessageRepository {
     async insert(tx, accountId, m) {
       const seq = await nextIds(tx, 'last_message_seq', accountId, 1);
       const row = await tx.get<MessageRow>(
-        `INSERT INTO messages (account_id, seq, id, message, status, created_at) VALUES (?, ?, ?, ?, 'queued', ?) RETURNING ${MESSAGE_COLUMNS}`,
-        [accountId, seq, m.id, m.message, m.createdAt],
+        `INSERT INTO messages (account_id, seq, id, message, status, created_at, trace) VALUES (?, ?, ?, ?, 'queued', ?, ?) RETURNING ${MESSAGE_COLUMNS}`,
+        [accountId, seq, m.id, m.message, m.createdAt, activeTraceparent() ?? null],
       );
       return toMessage(row!);
     },

@@ -9,7 +9,7 @@ import { petCreatedEvent } from '../../services/domain-events.js';
 import type { ReadCache } from './read-cache.js';
 
 /** Appends events of several accounts in the caller's transaction (a group commit's). */
-export type AppendMany = (tx: Sql, writes: ReadonlyArray<{ accountId: string; event: NewEvent; createdAt: string }>) => Promise<void>;
+export type AppendMany = (tx: Sql, writes: ReadonlyArray<{ accountId: string; event: NewEvent; createdAt: string; trace?: string | undefined }>) => Promise<void>;
 
 const insertSqls: string[] = [];
 const insertSql = (rows: number) =>
@@ -54,7 +54,7 @@ export function sqlitePetBatches(db: SqlDatabase, appendMany: AppendMany, cache:
           start += size;
         }
         const pets = batch.map(({ pet }, i) => toPet({ id: ids[i]!, name: pet.name, category_id: pet.categoryId, status: pet.status ?? null }));
-        await appendMany(tx, batch.map(({ accountId, createdAt }, i) => ({ accountId, event: petCreatedEvent(pets[i]!), createdAt })));
+        await appendMany(tx, batch.map(({ accountId, createdAt, trace }, i) => ({ accountId, event: petCreatedEvent(pets[i]!), createdAt, trace })));
         return pets;
       }),
     // A statement per pet: an UPDATE … FROM a VALUES list is planned as a scan of the account's

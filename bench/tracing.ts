@@ -1,0 +1,106 @@
+// The tracing rows (issue 28): the same store served three more times — tracing off, on at
+// 100 % to a local OTLP receiver (bench/otlp-sink.ts), and parent-based 1 % — and list20,
+// get-by-id and create measured on each, side by side in a balanced order, each row with its
+// cost against the off service of the same run.
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type AcRequest, type LoadResult, runLoad } from './lib/load.js';
+import { type Child, freePort, startChild, stopChild, waitForHttp } from './lib/procs.js';
+import type { Row } from './lib/report.js';
+
+export type TracingMode = 'off' | 'on-100' | 'on-1';
+
+export interface TracingService {
+  mode: TracingMode;
+  child: Child;
+  url: string;
+}
+
+const MODES: Record<TracingMode, { title: string; env: (sink: string) => NodeJS.ProcessEnv }> = {
+  off: { title: 'tracing off', env: () => ({}) },
+  'on-100': {
+    title: 'tracing on, 100 % to a local OTLP receiver',
+    env: (sink) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: sink, OTEL_TRACES_SAMPLER: 'parentbased_always_on' }),
+  },
+  'on-1': {
+    title: 'tracing on, parent-based 1 %',
+    env: (sink) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: sink, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' }),
+  },
+};
+
+/** The sink (on the bench's CPU) and the three services (on the server's). */
+export async function startTracingServices(
+  bin: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  cpus: { server: number | undefined; bench: number | undefined },
+): Promise<{ sink: Child; services: TracingService[] }> {
+  const sinkPort = await freePort();
+  const sink = startChild('otlp-sink', ['--import', 'tsx', path.join(import.meta.dirname, 'otlp-sink.ts')], { ...process.env, PORT: String(sinkPort) }, {
+    forward: true,
+    cpu: cpus.bench,
+  });
+  await sleep(1500);
+  const services: TracingService[] = [];
+  const plain = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith('OTEL_')));
+  for (const mode of Object.keys(MODES) as TracingMode[]) {
+    const port = await freePort();
+    const child = startChild(`service-${mode}`, [bin, 'serve'], { ...plain, PORT: String(port), ...MODES[mode].env(`http://127.0.0.1:${sinkPort}`) }, {
+      cwd,
+      forward: true,
+      cpu: cpus.server,
+    });
+    const url = `http://127.0.0.1:${port}`;
+    await waitForHttp(child, `${url}/readyz`);
+    services.push({ mode, child, url });
+  }
+  return { sink, services };
+}
+
+export async function stopTracingServices({ sink, services }: { sink: Child; services: TracingService[] }): Promise<void> {
+  for (const s of services) await stopChild(s.child);
+  await stopChild(sink);
+}
+
+export interface TracingMeasure {
+  scenarios: ReadonlyArray<readonly [id: string, title: string, requests: () => AcRequest[]]>;
+  duration: number;
+  warmup: number;
+  warmupConnections: number;
+  joinLoads(runs: LoadResult[]): LoadResult;
+  log(message: string): void;
+}
+
+/** Rows per scenario and mode, in the order off, 100, 1, 1, 100, off (each mode's mean position the same). */
+export async function measureTracing(services: TracingService[], m: TracingMeasure): Promise<Row[]> {
+  const rows: Row[] = [];
+  const connections = 50;
+  const order = [0, 1, 2, 2, 1, 0].map((i) => services[i]!);
+  for (const [id, title, requests] of m.scenarios) {
+    const runsOf = new Map<TracingService, LoadResult[]>();
+    for (const s of order) {
+      const spec = { url: s.url, serverPid: s.child.pid };
+      if (m.warmup > 0 && !runsOf.has(s)) await runLoad({ ...spec, connections: m.warmupConnections, duration: m.warmup, requests: requests() });
+      await sleep(250);
+      const load = await runLoad({ ...spec, connections, duration: m.duration, requests: requests() });
+      runsOf.set(s, [...(runsOf.get(s) ?? []), load]);
+      m.log(`tracing ${id} @${s.mode}: ${Math.round(load.reqPerSec)} req/s, p99 ${load.latencyMs.p99.toFixed(2)} ms (${load.serverCpuUsPerRequest.toFixed(0)} µs/req)`);
+    }
+    const off = m.joinLoads(runsOf.get(services[0]!)!);
+    for (const s of services) {
+      const runs = runsOf.get(s)!;
+      const load = m.joinLoads(runs);
+      const cost = s.mode === 'off' ? '' : `; cost vs off: ${(100 * (1 - load.reqPerSec / off.reqPerSec)).toFixed(1)}% req/s, server CPU ${load.serverCpuUsPerRequest.toFixed(0)} vs ${off.serverCpuUsPerRequest.toFixed(0)} µs/req`;
+      rows.push({
+        id: `tracing-${id}-${s.mode}`,
+        scenario: `${MODES[s.mode].title}: ${title}`,
+        connections,
+        load,
+        ratio: undefined,
+        serverRssMb: undefined,
+        note: `runs: ${runs.map((r) => Math.round(r.reqPerSec)).join(' and ')} req/s${cost}`,
+      });
+    }
+  }
+  return rows;
+}

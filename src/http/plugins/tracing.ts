@@ -1,0 +1,32 @@
+// Tracing on (src/tracing/switch.ts): @fastify/otel's spans for Fastify's own work (the
+// request's hooks and handler, as children of the server span started in instance.ts), and the
+// server span told what only Fastify knows: the route template and the account. Not loaded at
+// all when tracing is off.
+import type { App } from '../plugin.js';
+import { serverSpanOf } from '../../tracing/switch.js';
+
+const pathOf = (url: string) => {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+};
+
+export async function registerTracing(app: App): Promise<void> {
+  const { FastifyOtelInstrumentation } = await import('@fastify/otel');
+  const instrumentation = new FastifyOtelInstrumentation({
+    registerOnInitialization: false,
+    // url.path is the path: a query may carry what does not belong in a trace (a cursor, a mistyped key).
+    requestHook: (span, request) => span.setAttribute('url.path', pathOf(request.url)),
+  });
+  await app.register(instrumentation.plugin());
+  // onSend: the route and the key are known (errors included), and the answer is not written yet.
+  app.addHook('onSend', (request, _reply, payload, done) => {
+    const span = serverSpanOf(request.raw);
+    if (span) {
+      const route = request.routeOptions.url;
+      if (route !== undefined) span.setRoute(route);
+      // The account, never the key (nor its id: the account is what operators search by).
+      if (request.auth) span.setAccount(request.auth.accountId);
+    }
+    done(null, payload);
+  });
+}

@@ -1,0 +1,107 @@
+// A child span per database statement, added once around the store's SQL executors (the
+// database, a transaction's statements, the hot reads). Attributes per the database semantic
+// conventions: the system, the operation and the table, taken from the statement's text
+// (once per text); never the parameters' values.
+import { context, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import type { Params, Sql, SqlDatabase } from '../store/core/sql.js';
+
+interface Described {
+  name: string;
+  attributes: Record<string, string>;
+}
+
+const OPERATION = /^\s*(?:\(\s*)?([A-Za-z]+)/;
+const MAIN = /\b(INSERT|UPDATE|DELETE|SELECT)\b/i;
+const TABLE: Record<string, RegExp> = {
+  SELECT: /\bFROM\s+"?([A-Za-z_][A-Za-z0-9_]*)/i,
+  INSERT: /\bINTO\s+"?([A-Za-z_][A-Za-z0-9_]*)/i,
+  UPDATE: /\bUPDATE\s+"?([A-Za-z_][A-Za-z0-9_]*)/i,
+  DELETE: /\bFROM\s+"?([A-Za-z_][A-Za-z0-9_]*)/i,
+};
+
+/** The operation and table of a statement: a WITH's main statement is the first write after it (a read otherwise). */
+export function describeStatement(sql: string): { operation: string; collection: string | undefined } {
+  let operation = (OPERATION.exec(sql)?.[1] ?? 'SQL').toUpperCase();
+  let body = sql;
+  if (operation === 'WITH') {
+    const write = /\b(INSERT|UPDATE|DELETE)\b/i.exec(sql);
+    operation = write ? write[1]!.toUpperCase() : 'SELECT';
+    body = write ? sql.slice(write.index) : sql.slice((MAIN.exec(sql.slice(4))?.index ?? 0) + 4);
+  }
+  const table = TABLE[operation]?.exec(body)?.[1];
+  return { operation, collection: table === undefined ? undefined : table.toLowerCase() };
+}
+
+/** Runs a call in a CLIENT span described by a statement's text (or a fixed name); descriptions cached per text. */
+type Spanner = <T>(text: string, call: () => Promise<T>, fixed?: string) => Promise<T>;
+
+function spanner(tracer: Tracer, system: 'sqlite' | 'postgresql'): Spanner {
+  const described = new Map<string, Described>();
+  const describe = (text: string, fixed: string | undefined): Described => {
+    let d = described.get(text);
+    if (!d) {
+      const attributes: Record<string, string> = { 'db.system.name': system };
+      if (fixed !== undefined) {
+        d = { name: fixed, attributes };
+      } else {
+        const { operation, collection } = describeStatement(text);
+        attributes['db.operation.name'] = operation;
+        if (collection !== undefined) attributes['db.collection.name'] = collection;
+        d = { name: collection === undefined ? operation : `${operation} ${collection}`, attributes };
+      }
+      // Statement texts are a fixed set (values are never spliced in); bounded anyway.
+      if (described.size < 2000) described.set(text, d);
+    }
+    return d;
+  };
+  return <T>(text: string, call: () => Promise<T>, fixed?: string): Promise<T> => {
+    // Outside a trace (the workers' polls) or in one the sampler dropped: no span per statement.
+    if (trace.getSpan(context.active())?.isRecording() !== true) return call();
+    const { name, attributes } = describe(text, fixed);
+    const s: Span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes });
+    let result: Promise<T>;
+    try {
+      result = context.with(trace.setSpan(context.active(), s), call);
+    } catch (error) {
+      result = Promise.reject(error);
+    }
+    return result.then(
+      (value) => {
+        s.end();
+        return value;
+      },
+      (error: unknown) => {
+        s.setStatus({ code: SpanStatusCode.ERROR });
+        const code = (error as { code?: unknown } | null)?.code;
+        s.setAttribute('error.type', typeof code === 'string' ? code : error instanceof Error ? error.constructor.name : 'Error');
+        s.end();
+        throw error;
+      },
+    );
+  };
+}
+
+const statements = (span: Spanner, sql: Sql): Sql => ({
+  all: <R>(text: string, params?: Params) => span(text, () => sql.all<R>(text, params)),
+  get: <R>(text: string, params?: Params) => span(text, () => sql.get<R>(text, params)),
+  run: (text: string, params?: Params) => span(text, () => sql.run(text, params)),
+});
+
+export function tracedSql(tracer: Tracer, sql: Sql, system: 'sqlite' | 'postgresql'): Sql {
+  return statements(spanner(tracer, system), sql);
+}
+
+/** The database with every statement traced: its own, its hot reads, its named writes, and its transactions' (a span each). */
+export function tracedDatabase<D extends SqlDatabase>(tracer: Tracer, db: D, system: 'sqlite' | 'postgresql'): D {
+  const span = spanner(tracer, system);
+  const traced: Record<string, unknown> = {
+    ...statements(span, db),
+    read: <R>(name: string, text: string, params: readonly unknown[]) => span(text, () => db.read<R>(name, text, params)),
+    readArrays: (name: string, text: string, params: readonly unknown[]) => span(text, () => db.readArrays(name, text, params)),
+    transaction: <T>(work: (tx: Sql) => Promise<T>) => span('\0transaction', () => db.transaction((tx) => work(statements(span, tx))), 'transaction'),
+  };
+  const prepared = (db as { prepared?: (name: string, text: string, values: readonly unknown[]) => Promise<unknown[]> }).prepared;
+  if (prepared) traced.prepared = (name: string, text: string, values: readonly unknown[]) => span(text, () => prepared.call(db, name, text, values));
+  // The driver's other members (its connection or pool, the statement cache) as they are.
+  return Object.assign(Object.create(Object.getPrototypeOf(db) as object) as object, db, traced) as D;
+}

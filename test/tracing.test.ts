@@ -1,0 +1,257 @@
+// OpenTelemetry traces, end to end: `petstore serve` as a real process exporting to a real
+// OTLP/HTTP receiver (test/helpers/otlp-receiver.ts: http/protobuf on SQLite, http/json on
+// PostgreSQL), a real webhook receiver, and the W3C traceparent in and out.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backends, sqliteBackend } from './helpers/backends.js';
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './helpers/otlp-receiver.js';
+import { createAccountWithKey, httpRequest, type ServerProcess, startServerProcess } from './helpers/process.js';
+import { type Receiver, startReceiver } from './helpers/receiver.js';
+import { registerEndpoint, WEBHOOK_ENV } from './helpers/webhooks.js';
+
+const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+/** A sampled traceparent of a fresh trace: [header, trace id, parent span id]. */
+function traceparent(): [string, string, string] {
+  const traceId = hex(16);
+  const spanId = hex(8);
+  return [`00-${traceId}-${spanId}-01`, traceId, spanId];
+}
+
+const SERVER = 2;
+const CLIENT = 3;
+const ERROR = 2;
+
+/** Every span of the trace below `root` (children, their children…). */
+function descendants(spans: readonly ReceivedSpan[], root: ReceivedSpan): ReceivedSpan[] {
+  const found: ReceivedSpan[] = [];
+  let frontier = [root.spanId];
+  while (frontier.length > 0) {
+    const next = spans.filter((s) => s.traceId === root.traceId && frontier.includes(s.parentSpanId));
+    found.push(...next);
+    frontier = next.map((s) => s.spanId);
+  }
+  return found;
+}
+
+const TRACE_ENV = (otlp: OtlpReceiver, protocol: string): Record<string, string> => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: protocol,
+  OTEL_BSP_SCHEDULE_DELAY: '50',
+  OTEL_SERVICE_NAME: 'petstore-test',
+  OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test',
+});
+
+for (const backend of backends) {
+  const protocol = backend.name === 'sqlite' ? 'http/protobuf' : 'http/json';
+  const system = backend.name === 'sqlite' ? 'sqlite' : 'postgresql';
+  describe(`tracing (${backend.name}, ${protocol})`, () => {
+    let drop: () => Promise<void>;
+    let otlp: OtlpReceiver;
+    let hooks: Receiver;
+    let serve: ServerProcess;
+    let env: Record<string, string>;
+    let account: { accountId: string; key: string };
+
+    before(async () => {
+      const database = await backend.createDatabase();
+      drop = database.drop;
+      otlp = await startOtlpReceiver();
+      hooks = await startReceiver();
+      env = { PETSTORE_DATABASE_URL: database.url, ...WEBHOOK_ENV };
+      serve = await startServerProcess({ ...env, ...TRACE_ENV(otlp, protocol) });
+      account = await createAccountWithKey(env);
+    });
+    after(async () => {
+      await serve?.stop('SIGKILL');
+      await hooks?.close();
+      await otlp?.close();
+      await drop?.();
+    });
+
+    test('when a request carries a traceparent, then its server span continues the trace, with its statements as children, the HTTP attributes, and no secret anywhere', async () => {
+      const [header, traceId, parentId] = traceparent();
+      const created = await httpRequest(serve.url, 'POST', '/v1/pets?ignored=1', {
+        key: account.key,
+        body: { name: 'Bind-value-7f3a', categoryId: 4, status: 'available' },
+        headers: { traceparent: header, tracestate: 'vendor=abc', 'user-agent': 'tracing-test/1.0' },
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const server = await otlp.waitFor((s) => s.traceId === traceId && s.kind === SERVER);
+      assert.equal(server.parentSpanId, parentId, 'the incoming span is its parent');
+      assert.equal(server.name, 'POST /v1/pets');
+      assert.equal(server.attributes['http.request.method'], 'POST');
+      assert.equal(server.attributes['http.route'], '/v1/pets');
+      assert.equal(server.attributes['url.path'], '/v1/pets');
+      assert.equal(server.attributes['http.response.status_code'], 201);
+      assert.equal(server.attributes['server.address'], '127.0.0.1');
+      assert.equal(server.attributes['user_agent.original'], 'tracing-test/1.0');
+      assert.equal(server.attributes['petstore.account_id'], account.accountId);
+      assert.notEqual(server.status, ERROR);
+      assert.equal(server.resource['service.name'], 'petstore-test');
+      assert.equal(server.resource['deployment.environment.name'], 'test');
+
+      // The group commit runs the insert: a span in this trace linked to the request, with the batch size.
+      const commit = await otlp.waitFor((s) => s.name === 'group commit' && s.links.some((l) => l.traceId === traceId));
+      assert.ok(Number(commit.attributes['db.operation.batch.size']) >= 1);
+      await otlp.waitFor((s) => s.parentSpanId === commit.spanId && s.attributes['db.system.name'] === system);
+      const below = descendants(otlp.spans, server);
+      const statements = below.filter((s) => s.attributes['db.system.name'] === system && s.kind === CLIENT && s.attributes['db.operation.name'] !== undefined);
+      assert.ok(statements.length > 0, `statement spans under the server span: ${below.map((s) => s.name).join(', ')}`);
+      for (const s of statements) assert.equal(s.name, `${s.attributes['db.operation.name']}${s.attributes['db.collection.name'] ? ` ${s.attributes['db.collection.name']}` : ''}`);
+
+      const everything = JSON.stringify(otlp.spans);
+      assert.ok(!everything.includes(account.key), 'the API key is in no span');
+      assert.doesNotMatch(everything, /psk_(live|test)_/);
+      assert.ok(!everything.includes('Bind-value-7f3a'), 'no bind value is in any span');
+      assert.ok(!everything.includes('ignored=1'), 'the query string is not url.path');
+
+      const line = await serve.waitForLog((l) => l.msg === 'request completed' && l.trace_id === traceId);
+      assert.equal(line.span_id, server.spanId, 'the request log line names the server span');
+    });
+
+    test('when a pet is created with an endpoint registered, then the delivery is a client span linked to the create, and the receiver gets its traceparent in the same trace', async () => {
+      const { key } = await createAccountWithKey(env, 'Webhooks');
+      await registerEndpoint(serve.url, key, hooks.url);
+      const [header, traceId] = traceparent();
+      const created = await httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 }, headers: { traceparent: header } });
+      assert.equal(created.status, 201);
+      const [received] = await hooks.waitFor(1);
+      const sent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(String(received!.headers.traceparent));
+      assert.ok(sent, `traceparent at the receiver: ${received!.headers.traceparent}`);
+      assert.equal(sent[1], traceId);
+      const delivery = await otlp.waitFor((s) => s.name === 'webhook delivery' && s.spanId === sent[2]);
+      assert.equal(delivery.kind, CLIENT);
+      assert.equal(delivery.attributes['http.response.status_code'], 204);
+      const link = delivery.links.find((l) => l.traceId === traceId);
+      assert.ok(link, 'linked to the create');
+      const linked = await otlp.waitFor((s) => s.spanId === link.spanId);
+      const server = otlp.spans.find((s) => s.traceId === traceId && s.kind === SERVER)!;
+      assert.ok(linked === server || descendants(otlp.spans, server).includes(linked), 'the link points into the create request');
+    });
+
+    test('when a message is sent, then its delivery links back to the POST /messages that queued it', async () => {
+      const [header, traceId] = traceparent();
+      const sent = await httpRequest(serve.url, 'POST', '/example/v1/messages', { key: account.key, body: { message: 'hi' }, headers: { traceparent: header } });
+      assert.equal(sent.status, 202);
+      const delivery = await otlp.waitFor((s) => s.name === 'message delivery' && s.links.some((l) => l.traceId === traceId));
+      assert.equal(delivery.traceId, traceId);
+    });
+
+    test('when a GET is answered by the fast path, then it has its server span too', async () => {
+      await httpRequest(serve.url, 'GET', '/v1/pets?limit=5', { key: account.key });
+      const before = await fastPathAnswers(serve);
+      const [header, traceId] = traceparent();
+      const listed = await httpRequest(serve.url, 'GET', '/v1/pets?limit=5', { key: account.key, headers: { traceparent: header } });
+      assert.equal(listed.status, 200);
+      assert.equal(await fastPathAnswers(serve), before + 1, 'the fast path answered it');
+      const server = await otlp.waitFor((s) => s.traceId === traceId && s.kind === SERVER);
+      assert.equal(server.attributes['http.route'], '/v1/pets');
+      assert.equal(server.attributes['http.response.status_code'], 200);
+      assert.equal(server.attributes['petstore.account_id'], account.accountId);
+    });
+
+    test('when /metrics is scraped as OpenMetrics, then the latency histogram carries trace-id exemplars', async () => {
+      const [header, traceId] = traceparent();
+      await httpRequest(serve.url, 'GET', '/v1/store/inventory', { key: account.key, headers: { traceparent: header } });
+      const open = await httpRequest(serve.url, 'GET', '/metrics', { headers: { accept: 'application/openmetrics-text; version=1.0.0' } });
+      assert.match(String(open.headers['content-type']), /^application\/openmetrics-text/);
+      const text = String(open.body);
+      assert.match(text, new RegExp(`^petstore_http_request_duration_seconds_bucket\\{[^}]*route="/v1/store/inventory"[^}]*\\} \\d+ # \\{trace_id="${traceId}"\\}`, 'm'));
+      assert.match(text, /^petstore_http_requests_total\{/m);
+      assert.match(text, /# EOF\n$/);
+      const plain = String((await httpRequest(serve.url, 'GET', '/metrics')).body);
+      assert.doesNotMatch(plain, /trace_id=/, 'the Prometheus text has no exemplars');
+      assert.match(plain, /^petstore_http_requests_total\{/m, 'counter names unchanged');
+    });
+  });
+}
+
+async function fastPathAnswers(serve: ServerProcess): Promise<number> {
+  const text = String((await httpRequest(serve.url, 'GET', '/metrics')).body);
+  return Number(/^petstore_fast_path_responses_total (\d+)$/m.exec(text)?.[1] ?? 0);
+}
+
+/** A port nobody listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('tracing switches (sqlite)', () => {
+  let otlp: OtlpReceiver;
+  const cleanup: Array<() => Promise<unknown>> = [];
+  before(async () => {
+    otlp = await startOtlpReceiver();
+  });
+  after(async () => {
+    for (const step of cleanup.reverse()) await step();
+    await otlp?.close();
+  });
+
+  async function start(extra: Record<string, string>): Promise<{ serve: ServerProcess; key: string }> {
+    const database = await sqliteBackend.createDatabase();
+    cleanup.push(database.drop);
+    const env = { PETSTORE_DATABASE_URL: database.url };
+    const serve = await startServerProcess({ ...env, ...extra });
+    cleanup.push(() => serve.stop('SIGKILL'));
+    return { serve, key: (await createAccountWithKey(env)).key };
+  }
+
+  test('when the sampler is off, then no span is exported and the answers are the same', async () => {
+    const { serve, key } = await start({ ...TRACE_ENV(otlp, 'http/protobuf'), OTEL_SERVICE_NAME: 'petstore-off', OTEL_TRACES_SAMPLER: 'always_off' });
+    const [header] = traceparent();
+    const created = await httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 }, headers: { traceparent: header } });
+    assert.equal(created.status, 201);
+    assert.deepEqual(created.body, { id: 1, name: 'Rex', categoryId: 1 });
+    assert.equal((await httpRequest(serve.url, 'GET', '/v1/pets/1', { key })).status, 200);
+    await sleep(500);
+    assert.equal(otlp.spans.filter((s) => s.resource['service.name'] === 'petstore-off').length, 0);
+  });
+
+  test('when the collector is down, then requests are unaffected and the lost spans are counted, within a bounded queue', async () => {
+    const port = await closedPort();
+    const { serve, key } = await start({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_BSP_MAX_QUEUE_SIZE: '16', OTEL_EXPORTER_OTLP_TIMEOUT: '500' });
+    const started = Date.now();
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: `P${i}`, categoryId: 1 } })));
+    assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([201]));
+    assert.ok(Date.now() - started < 10_000, 'never waits for the collector');
+    let text = '';
+    for (let i = 0; i < 100; i++) {
+      text = String((await httpRequest(serve.url, 'GET', '/metrics')).body);
+      if (/^petstore_tracing_spans_dropped_total\{reason="export_failed"\} [1-9]/m.test(text)) break;
+      await sleep(100);
+    }
+    assert.match(text, /^petstore_tracing_spans_dropped_total\{reason="export_failed"\} [1-9]/m);
+    assert.match(text, /^petstore_tracing_spans_dropped_total\{reason="queue_full"\} [1-9]/m, '40 requests of many spans each overflow a queue of 16');
+  });
+
+  test('when SIGTERM arrives, then the spans still queued are exported before the process exits (a 503 while draining with error status)', async () => {
+    // A schedule delay far beyond the test: only the shutdown's flush can send them.
+    const { serve, key } = await start({
+      ...TRACE_ENV(otlp, 'http/protobuf'), OTEL_BSP_SCHEDULE_DELAY: '600000', OTEL_SERVICE_NAME: 'petstore-flush', PETSTORE_SHUTDOWN_DELAY_MS: '400',
+    });
+    const [header, traceId] = traceparent();
+    assert.equal((await httpRequest(serve.url, 'GET', '/v1/store/inventory', { key, headers: { traceparent: header } })).status, 200);
+    await sleep(200);
+    assert.equal(otlp.spans.filter((s) => s.traceId === traceId).length, 0, 'nothing exported yet');
+    const exited = new Promise<number | null>((resolve) => serve.child.once('exit', resolve));
+    serve.child.kill('SIGTERM');
+    await serve.waitForLog((l) => typeof l.msg === 'string' && l.msg.includes('draining'));
+    const [drainHeader, drainTrace] = traceparent();
+    assert.equal((await httpRequest(serve.url, 'GET', '/readyz', { headers: { traceparent: drainHeader } })).status, 503);
+    assert.equal(await exited, 0);
+    const server = otlp.spans.find((s) => s.traceId === traceId && s.kind === SERVER);
+    assert.ok(server, 'the server span was flushed');
+    assert.equal(server.resource['service.name'], 'petstore-flush');
+    const refused = otlp.spans.find((s) => s.traceId === drainTrace && s.kind === SERVER);
+    assert.ok(refused, 'the 503 was flushed too');
+    assert.equal(refused.attributes['http.response.status_code'], 503);
+    assert.equal(refused.status, ERROR, '5xx: error status');
+  });
+});
