@@ -15,6 +15,7 @@ import type { DeliveryError } from '../schemas/events.js';
 import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../store/webhooks.js';
 import { DeliverySlots } from './webhook-slots.js';
 import { hooks as tracingHooks, type TracingHooks } from '../tracing/switch.js';
+import { tracedSend } from './webhook-tracing.js';
 import { signatureHeader } from '../webhooks/signing.js';
 import { eventJson } from './events.js';
 
@@ -133,15 +134,6 @@ class Recorder {
   }
 }
 
-/** The receiver's host, for the span (never the path or query: they may carry the receiver's tokens). */
-function hostOf(url: string): string {
-  try {
-    return new URL(url).hostname;
-  } catch {
-    return '';
-  }
-}
-
 class DeliveryWorker {
   private readonly random: () => number;
   private readonly pollMs: number;
@@ -248,7 +240,7 @@ class DeliveryWorker {
       'webhook-timestamp': String(timestamp),
       'webhook-signature': signatureHeader(secrets, d.event.id, timestamp, body),
     };
-    const result = await (this.tracing ? this.tracedSend(this.tracing, d, headers, body) : send(d.url, headers, body));
+    const result = await (this.tracing ? tracedSend(this.tracing, d, headers, () => send(d.url, headers, body)) : send(d.url, headers, body));
     const seconds = (performance.now() - started) / 1000;
     if (result.kind === 'error') {
       // The owner sees the category only; operators get what it hides.
@@ -273,24 +265,6 @@ class DeliveryWorker {
     const record = outcomeOf(d, { kind: 'error', category: 'signing_failed', reason: d.secretProblem ?? '' }, at, clock.now(), options.schedule, (attempt) => this.delayBefore(attempt));
     counters.attempt(record.outcome, undefined);
     return record;
-  }
-
-  /** The attempt as a client span, linked to the request that made the event; the receiver gets its traceparent. */
-  private tracedSend(tracing: TracingHooks, d: ClaimedDelivery, headers: Record<string, string>, body: string): Promise<SendResult> {
-    const attributes = {
-      'http.request.method': 'POST',
-      'server.address': hostOf(d.url),
-      'petstore.account_id': d.accountId,
-      'petstore.webhook.endpoint_id': d.endpointId,
-      'petstore.webhook.delivery_id': d.deliveryId,
-      'petstore.event.id': d.event.id,
-      'petstore.webhook.attempt': d.attempts + 1,
-    };
-    return tracing.clientSpan('webhook delivery', d.trace, attributes, headers, () => this.deps.send(d.url, headers, body), (result): { attributes: Record<string, string | number>; error: boolean } =>
-      result.kind === 'response'
-        ? { attributes: { 'http.response.status_code': result.status }, error: result.status >= 300 }
-        : { attributes: { 'error.type': result.category }, error: true },
-    );
   }
 
   private warn(err: unknown, message: string): void {
