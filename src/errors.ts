@@ -191,9 +191,9 @@ export class WebhookEndpointDisabledError extends ApiError {
   }
 }
 export class RateLimitedError extends ApiError {
-  constructor(retryAfterSeconds: number, headers: Record<string, string>) {
+  constructor(retryAfterSeconds: number, headers: Record<string, string>, message?: string) {
     super('rate_limited',
-      `Rate limit exceeded for this API key. Retry after ${retryAfterSeconds} second(s).`,
+      message ?? `Rate limit exceeded for this API key. Retry after ${retryAfterSeconds} second(s).`,
       { ...headers, 'retry-after': String(retryAfterSeconds) });
   }
 }

@@ -1,7 +1,9 @@
 // The plugins that serve: the OpenAPI documents, health, the developer portal, the API under /v1,
 // the example API, and the fast path in front of GET /v1/pets and GET /v1/pets/{petId}.
 import type { Clock } from '../../clock.js';
-import type { DocsConfig } from '../../config.js';
+import type { DocsConfig, EventsConfig } from '../../config.js';
+import { startEventWakeups } from '../../runtime/event-wakeups.js';
+import type { Wakeups } from '../../runtime/wakeups.js';
 import { exampleApi } from '../example/index.js';
 import { createFastPath } from '../fast-path.js';
 import type { Instance } from '../instance.js';
@@ -37,13 +39,16 @@ export const portalPlugin = definePlugin<{ enabled: boolean }>(PLUGIN.portal, [P
   await app.register(portal, { enabled, openApiDocuments: () => documents.map((document) => document()) });
 });
 
-export const apiPlugin = definePlugin<{ clock: Clock }>(
+export const apiPlugin = definePlugin<{ clock: Clock; events: EventsConfig; wakeups: Wakeups }>(
   PLUGIN.api,
   [PLUGIN.openApi, PLUGIN.services, PLUGIN.rateLimit, PLUGIN.metrics],
-  async (app, { clock }) => {
+  async (app, { clock, events, wakeups }) => {
     const wire = createPetWire(app.metrics);
     app.decorate('petWire', wire);
-    await app.register(v1Routes, { services: app.services, clock, rateLimiter: app.rateLimiter, metrics: app.metrics, wire });
+    // Event streams read the log when anyone commits events (this process or another).
+    const eventWakeups = startEventWakeups(app.services.eventStreams, app.stores.raw, wakeups);
+    app.addHook('onClose', () => eventWakeups.stop());
+    await app.register(v1Routes, { services: app.services, clock, rateLimiter: app.rateLimiter, metrics: app.metrics, wire, events });
   },
 );
 
