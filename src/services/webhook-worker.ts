@@ -14,7 +14,7 @@ import type { Clock } from '../clock.js';
 import type { DeliveryError } from '../schemas/events.js';
 import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../store/webhooks.js';
 import { DeliverySlots } from './webhook-slots.js';
-import { signatureHeader } from '../webhooks/signing.js';
+import { deliveryHeaders } from '../webhooks/signing.js';
 import { eventJson } from './events.js';
 
 /** What sending one delivery came to (src/webhooks/sender.ts makes the request). */
@@ -230,11 +230,7 @@ class DeliveryWorker {
     const timestamp = Math.floor(startedAt / 1000);
     const secrets = d.previousSecret !== undefined && (d.previousSecretExpiresAt ?? 0) > startedAt ? [d.secret, d.previousSecret] : [d.secret];
     const started = performance.now();
-    const result = await send(d.url, {
-      'webhook-id': d.event.id,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': signatureHeader(secrets, d.event.id, timestamp, body),
-    }, body);
+    const result = await send(d.url, deliveryHeaders(secrets, d.event.id, timestamp, body), body);
     const seconds = (performance.now() - started) / 1000;
     if (result.kind === 'error') {
       // The owner sees the category only; operators get what it hides.
