@@ -3,7 +3,7 @@
 // connection) resumed without gap or repeat, a stream "from now" cut before its first event
 // resumed from where it started, refusals thrown, and `signal` ending the iteration. ~5 s a store.
 import assert from 'node:assert/strict';
-import { afterEach, before, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Event, Petstore } from '@petstore/client';
 import { sharedApp, type TestApp } from '../helpers/app.js';
@@ -12,16 +12,13 @@ import { petstoreError } from './helpers.js';
 
 for (const backend of backends) {
   describe(`@petstore/client events.stream against the real server (${backend.name})`, () => {
+    // Registered before sharedApp's close: undici opens a spare connection after a stream is
+    // cancelled and, with no request on it, the server's close would wait for its keep-alive timeout (72 s).
+    after(() => app?.app.server.closeAllConnections());
     const getApp = sharedApp({ backend, env: { PETSTORE_RATE_LIMIT_PER_SECOND: '100000', PETSTORE_RATE_LIMIT_BURST: '100000' } });
     let app: TestApp;
     before(async () => {
       app = await getApp();
-    });
-    // undici opens a spare connection after a stream is cancelled; with no request on it, the
-    // server's close would wait for its keep-alive timeout (72 s).
-    afterEach(async () => {
-      await sleep(100);
-      app.app.server.closeAllConnections();
     });
 
     /** Collects events from the iterator in the background until `count` arrived. */
