@@ -12,6 +12,7 @@ import { sqlitePath } from '../store/sqlite/index.js';
 import { SCOPES } from '../schemas/api-keys.js';
 import { type KeyCommandOptions, KeyUsageError, runKeyCommand } from './keys.js';
 import { listen, ListenError } from './listen.js';
+import { runMcpStdio } from './mcp.js';
 
 class UsageError extends Error {}
 
@@ -28,6 +29,7 @@ Commands:
   keys roll <keyId>              Replace a key; the old one works for a while
   keys revoke <keyId>            Revoke a key
   listen --api-key <key> --forward-to <url>   Forward your events to a local URL, signed
+  mcp --api-key <key> [--base-url <url>]      The API as MCP tools over stdio (AI agents)
 
 Every command but listen reads PETSTORE_DATABASE_URL (default ./data/petstore.db) and PETSTORE_ENV.
 Run \`petstore <command> --help\` for a command's options.`,
@@ -93,6 +95,11 @@ line per event with the receiver's status and time. Needs only the API over HTTP
   --after       start after this event sequence (default: with the next event)
 A lost connection is reopened after the last event forwarded: none is skipped.
 Ctrl-C stops it.`,
+  mcp: `Usage: petstore mcp --api-key <key> [--base-url <url>]
+
+Serves the API as Model Context Protocol tools over stdio (one tool per operation of the
+server's OpenAPI documents), for desktop MCP clients. Calls the API over HTTP with the key.
+  --base-url    the API, ending in /v1 (default http://127.0.0.1:8080/v1)`,
   'keys revoke': `Usage: petstore keys revoke <keyId> [--json]
 
 Revokes the key. Requests with it are refused from then on.`,
@@ -197,6 +204,9 @@ export async function main(argv: string[]): Promise<number> {
       }
       return -1; // keep running
     }
+    case 'mcp':
+      await runMcpStdio(required(values['api-key'], '--api-key', 'mcp'), values['base-url'] ?? 'http://127.0.0.1:8080/v1');
+      return 0;
     case 'listen':
       await runListen(values);
       return 0;

@@ -12,6 +12,7 @@ import { portal } from '../portal/plugin.js';
 import { healthRoutes } from '../routes/health.js';
 import { createPetWire, type PetWire } from '../routes/pets.js';
 import { v1Routes } from '../routes/v1.js';
+import { mcpRoutes } from '../routes/mcp.js';
 import { registerOpenApi } from './openapi.js';
 
 type Document = () => Record<string, unknown>;
@@ -49,6 +50,8 @@ export const apiPlugin = definePlugin<{ clock: Clock; events: EventsConfig; wake
     const eventWakeups = startEventWakeups(app.services.eventStreams, app.stores.raw, wakeups);
     app.addHook('onClose', () => eventWakeups.stop());
     await app.register(v1Routes, { services: app.services, clock, rateLimiter: app.rateLimiter, metrics: app.metrics, wire, events });
+    const documents = app.openApiDocuments;
+    mcpRoutes(app, { apiKeys: app.services.apiKeys, documents: () => documents.map((document) => document()) });
   },
 );
 
