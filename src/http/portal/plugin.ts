@@ -158,6 +158,9 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, 
   const webhooks = memo(() =>
     renderPage({ title: 'Events and webhooks', path: `${DOCS_PATH}/webhooks`, main: webhooksMain(readPage('webhooks.md')), mainClass: 'guide' }),
   );
+  const agents = memo(() =>
+    renderPage({ title: 'AI agents (MCP)', path: `${DOCS_PATH}/agents`, main: markdown.render(readPage('agents.md')), mainClass: 'guide' }),
+  );
   const keys = memo(() =>
     renderPage({ title: 'API keys', path: `${DOCS_PATH}/keys`, main: keysMain(readPage('keys.md'), openApiDocuments()), mainClass: 'guide' }),
   );
@@ -173,6 +176,7 @@ export const portal: FastifyPluginAsync<PortalOptions> = async (app, { enabled, 
   app.get(DOCS_PATH, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, reference()));
   app.get(`${DOCS_PATH}/quickstart`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, quickstart()));
   app.get(`${DOCS_PATH}/webhooks`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, webhooks()));
+  app.get(`${DOCS_PATH}/agents`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, agents()));
   app.get(`${DOCS_PATH}/keys`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, keys()));
   app.get(`${DOCS_PATH}/errors`, { schema: { hide: true } }, async (_request, reply) => sendHtml(reply, errors()));
 };
