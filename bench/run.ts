@@ -67,7 +67,7 @@ const DEEP_PAGE_NUMBER = 5_000;
 const CONNECTIONS = [1, 50] as const;
 const WARMUP_CONNECTIONS = 50;
 
-const SCENARIO_IDS = ['list20', 'list100-available', 'deep-page', 'create', 'get-by-id', 'mixed', 'patch', 'inventory', 'inventory-10', 'defaults', 'tracing', 'webhooks', 'soak'] as const;
+const SCENARIO_IDS = ['list20', 'list100-available', 'deep-page', 'create', 'get-by-id', 'mixed', 'patch', 'inventory', 'inventory-10', 'defaults', 'tracing', 'webhooks', 'stream-fanout', 'soak'] as const;
 type ScenarioId = (typeof SCENARIO_IDS)[number];
 
 
@@ -316,7 +316,7 @@ async function walkToPage(ctx: Context, n: number): Promise<string> {
   }
 }
 
-const PREFLIGHT: Record<Exclude<ScenarioId, 'soak' | 'defaults' | 'tracing' | 'webhooks'>, (ctx: Context) => Promise<void>> = {
+const PREFLIGHT: Record<Exclude<ScenarioId, 'soak' | 'defaults' | 'tracing' | 'webhooks' | 'stream-fanout'>, (ctx: Context) => Promise<void>> = {
   async list20(ctx) {
     const res = await call(ctx, ctx.seed.catalog, `/v1/pets?limit=${PAGE}`);
     check(res.status === 200, `list20: HTTP ${res.status}`);
@@ -505,6 +505,7 @@ async function main(): Promise<number> {
     // Issue 19's rows (event-log cost on writes, webhook drain rate): bench/webhooks.ts, after the
     // HTTP scenarios, on the same store, with its own servers and database.
     const webhooksSection = opts.scenarios.includes('webhooks') ? runWebhooksBench(opts.store) : undefined;
+    const fanoutSection = opts.scenarios.includes('stream-fanout') ? runFanoutBench() : undefined;
 
     const md = [
       `# Petstore API benchmark`,
@@ -533,6 +534,7 @@ async function main(): Promise<number> {
         (invalid.length ? ` **INVALID: errors in ${invalid.map((r) => `${r.scenario} @${r.connections}`).join(', ')}.**` : '') +
         (noisy.length ? ` Noisy rows (other CPU load): ${noisy.map((r) => `${r.id} @${r.connections}`).join(', ')}.` : ''),
       ...(webhooksSection ? ['', webhooksSection] : []),
+      ...(fanoutSection ? ['', fanoutSection] : []),
       ...(profileSummary ? ['', '## CPU profile of the service', '', '```', profileSummary, '```'] : []),
       '',
     ].join('\n');
@@ -586,6 +588,14 @@ function runWebhooksBench(store: 'sqlite' | 'postgres'): string {
   });
   const section = result.stdout.slice(result.stdout.indexOf('### Webhooks bench')).trim();
   return result.status === 0 && section.startsWith('###') ? section.replace(/^###/, '##') : `## Webhooks bench\n\nFailed (exit ${result.status ?? result.signal}).`;
+}
+
+/** bench/stream-fanout.ts: 1 000 open event streams on one instance (SQLite). */
+function runFanoutBench(): string {
+  log('stream-fanout: bench/stream-fanout.ts (1 000 open GET /v1/events/stream, events delivered, commit to receipt, memory per stream)');
+  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'stream-fanout.ts')], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 5 * 60_000 });
+  const section = result.stdout.slice(result.stdout.indexOf('### Stream fan-out bench')).trim();
+  return result.status === 0 && section.startsWith('###') ? section.replace(/^###/, '##') : `## Stream fan-out bench\n\nFailed (exit ${result.status ?? result.signal}).`;
 }
 
 async function postgresVersion(url: string): Promise<string> {
@@ -693,7 +703,7 @@ async function measure(
 
   await runCeiling('start');
 
-  const scenarios: { id: Exclude<ScenarioId, 'soak' | 'defaults' | 'tracing' | 'webhooks'>; title: string; requests: () => AcRequest[] }[] = [
+  const scenarios: { id: Exclude<ScenarioId, 'soak' | 'defaults' | 'tracing' | 'webhooks' | 'stream-fanout'>; title: string; requests: () => AcRequest[] }[] = [
     { id: 'list20', title: `GET /v1/pets?limit=${PAGE} (first page)`, requests: () => [get(`/v1/pets?limit=${PAGE}`, ctx.seed.catalog)] },
     { id: 'list100-available', title: 'GET /v1/pets?limit=100&status=available', requests: () => [get('/v1/pets?limit=100&status=available', ctx.seed.catalog)] },
     {

@@ -106,6 +106,8 @@ export const ConfigSchema = Type.Object({
   PETSTORE_SHUTDOWN_DELAY_MS: int(0, 600_000, 0, 'On SIGTERM/SIGINT: first keep serving with `/readyz` answering 503 for this long, so a load balancer takes the instance out (see [docs/scaling.md](docs/scaling.md))'),
   PETSTORE_EVENTS: flag(true, 'Write the event log (and webhook deliveries) with every change; `false` writes neither'),
   PETSTORE_EVENT_RETENTION_DAYS: int(1, 3650, 30, 'Days events are kept (`GET /v1/events`), 1 to 3650'),
+  PETSTORE_EVENT_STREAM_HEARTBEAT_MS: int(100, 600_000, 15_000, 'An open `GET /v1/events/stream` gets a comment line when it has been sent nothing for this long (keeps proxies from cutting it)'),
+  PETSTORE_EVENT_STREAM_BUFFER_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024, 'A stream whose unsent bytes reach this and do not drain within 5 s is disconnected (a consumer that stopped reading; it resumes by id)'),
   PETSTORE_WEBHOOK_WORKER: flag(true, 'Run the webhook delivery worker in this process (`serve` or `worker`); `false` leaves deliveries to other processes sharing the database'),
   PETSTORE_WEBHOOK_TIMEOUT_MS: int(100, 120_000, 15_000, 'Time a receiver has to answer one delivery attempt'),
   PETSTORE_WEBHOOK_RETRY_SCHEDULE: Type.Array(Type.Number({ minimum: 0, maximum: 7 * 86_400, description: 'delays in seconds' }), {
@@ -169,6 +171,10 @@ export interface EventsConfig {
   enabled: boolean;
   /** Events older than this many days are pruned in the background. */
   retentionDays: number;
+  /** GET /v1/events/stream: a comment after this long without a write. */
+  streamHeartbeatMs: number;
+  /** GET /v1/events/stream: unsent bytes that, not drained within the grace, cut the stream. */
+  streamBufferBytes: number;
 }
 
 export interface DocsConfig {
@@ -281,7 +287,12 @@ export function loadConfig(env: Env = process.env): Config {
       pgPipelineConnections: v.PETSTORE_PG_PIPELINE_CONNECTIONS,
       readCache: v.PETSTORE_READ_CACHE,
     },
-    events: { enabled: v.PETSTORE_EVENTS, retentionDays: v.PETSTORE_EVENT_RETENTION_DAYS },
+    events: {
+      enabled: v.PETSTORE_EVENTS,
+      retentionDays: v.PETSTORE_EVENT_RETENTION_DAYS,
+      streamHeartbeatMs: v.PETSTORE_EVENT_STREAM_HEARTBEAT_MS,
+      streamBufferBytes: v.PETSTORE_EVENT_STREAM_BUFFER_BYTES,
+    },
     logging: { level: v.PETSTORE_LOG_LEVEL },
     docs: {
       portal: v.PETSTORE_DOCS,

@@ -130,6 +130,24 @@ export class Core {
     } while (cursor !== undefined);
   }
 
+  /**
+   * Opens a streaming GET (text/event-stream): the 200 Response with its body unread, or the
+   * PetstoreError of its answer (`network_error` when none came). Not retried: the caller reconnects.
+   */
+  async openStream(path: string, query: Query, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<Response> {
+    const url = this.#url(path, query);
+    let response: Response;
+    try {
+      response = await this.#fetch(url, { headers: { ...headers, accept: 'text/event-stream', authorization: `Bearer ${this.#apiKey}` }, signal: signal ?? null });
+    } catch (cause) {
+      signal?.throwIfAborted();
+      throw new PetstoreError({ status: 0, code: 'network_error', message: `GET ${url}: ${describe(cause)}`, cause });
+    }
+    if (response.status === 200 && response.body) return response;
+    const requestId = response.headers.get('x-request-id') ?? undefined;
+    throw errorFromAnswer(response, parseJson(await response.text()), requestId);
+  }
+
   #url(path: string, query: Query | undefined): string {
     const url = new URL(this.#baseUrl + path);
     for (const [name, value] of Object.entries(query ?? {})) {
@@ -196,7 +214,7 @@ export function pause(ms: number, signal: AbortSignal | undefined): Promise<void
 }
 
 /** Safe to retry: every write carries its Idempotency-Key, so a repeat cannot do the work twice. */
-function isRetryable(error: PetstoreError): boolean {
+export function isRetryable(error: PetstoreError): boolean {
   return (
     error.code === 'network_error' ||
     error.code === 'timeout' ||

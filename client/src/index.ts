@@ -31,6 +31,7 @@ export {
   type WaitOptions,
 } from './resources/messages.js';
 export { type Events, type ListEventsParams, type ListAllEventsParams } from './resources/events.js';
+export type { StreamEventsParams } from './event-stream.js';
 export {
   type WebhookEndpoints,
   type WebhookEndpoint,

@@ -12,6 +12,8 @@ import { sqlitePath } from '../store/sqlite/index.js';
 import { SCOPES } from '../schemas/api-keys.js';
 import { type KeyCommandOptions, KeyUsageError, runKeyCommand } from './keys.js';
 import { runSecretsCommand, SECRETS_HELP, type SecretsCommand, SecretsUsageError } from './secrets.js';
+import { listen, ListenError } from './listen.js';
+import { runMcpStdio } from './mcp.js';
 
 class UsageError extends Error {}
 
@@ -30,8 +32,10 @@ Commands:
   keys revoke <keyId>            Revoke a key
   secrets seal                   Seal webhook signing secrets stored in plain text
   secrets rotate-key             Re-seal them under a new key (PETSTORE_SECRET_KEY)
+  listen --api-key <key> --forward-to <url>   Forward your events to a local URL, signed
+  mcp --api-key <key> [--base-url <url>]      The API as MCP tools over stdio (AI agents)
 
-Every command reads PETSTORE_DATABASE_URL (default ./data/petstore.db) and PETSTORE_ENV.
+Every command but listen reads PETSTORE_DATABASE_URL (default ./data/petstore.db) and PETSTORE_ENV.
 Run \`petstore <command> --help\` for a command's options.`,
   serve: `Usage: petstore serve [--workers <n>]
 
@@ -83,6 +87,23 @@ Lists the account's keys with their hint, name, scopes, expiry and last use
 
 Creates a key with the same name, scopes and expiry, prints its secret once, and
 makes the old key stop working after --expires-in (default 24h, 0 at once, at most 7d).`,
+  listen: `Usage: petstore listen --api-key <key> --forward-to <url> [--base-url <url>]
+                      [--events <type,…>] [--secret <whsec_…>] [--after <sequence>]
+
+Follows your account's events (GET /v1/events/stream) and POSTs each to --forward-to,
+signed exactly like a real webhook delivery (Standard Webhooks headers), printing one
+line per event with the receiver's status and time. Needs only the API over HTTP.
+  --base-url    the API, ending in /v1 (default http://127.0.0.1:8080/v1)
+  --events      only these kinds, e.g. pet.created,order.placed
+  --secret      the signing secret (default: a new whsec_ one, printed at start)
+  --after       start after this event sequence (default: with the next event)
+A lost connection is reopened after the last event forwarded: none is skipped.
+Ctrl-C stops it.`,
+  mcp: `Usage: petstore mcp --api-key <key> [--base-url <url>]
+
+Serves the API as Model Context Protocol tools over stdio (one tool per operation of the
+server's OpenAPI documents), for desktop MCP clients. Calls the API over HTTP with the key.
+  --base-url    the API, ending in /v1 (default http://127.0.0.1:8080/v1)`,
   'keys revoke': `Usage: petstore keys revoke <keyId> [--json]
 
 Revokes the key. Requests with it are refused from then on.`,
@@ -97,6 +118,12 @@ const OPTIONS = {
   workers: { type: 'string' },
   scopes: { type: 'string' },
   'expires-in': { type: 'string' },
+  'api-key': { type: 'string' },
+  'base-url': { type: 'string' },
+  'forward-to': { type: 'string' },
+  events: { type: 'string' },
+  secret: { type: 'string' },
+  after: { type: 'string' },
 } satisfies ParseArgsConfig['options'];
 
 function print(json: boolean, value: unknown, text: string): void {
@@ -127,6 +154,26 @@ function parseWorkers(raw: string | undefined): number {
 function required(value: string | undefined, flag: string, command: string): string {
   if (!value) throw new UsageError(`${flag} is required.\n\n${HELP[command]}`);
   return value;
+}
+
+/** `petstore listen` until Ctrl-C or SIGTERM. */
+async function runListen(values: { [K in 'api-key' | 'base-url' | 'forward-to' | 'events' | 'secret' | 'after']?: string | undefined }): Promise<void> {
+  const after = values.after;
+  if (after !== undefined && !/^[0-9]{1,15}$/.test(after)) throw new UsageError(`--after must be an event sequence (a non-negative integer), got "${after}".`);
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  await listen({
+    apiKey: required(values['api-key'], '--api-key', 'listen'),
+    baseUrl: values['base-url'] ?? 'http://127.0.0.1:8080/v1',
+    forwardTo: required(values['forward-to'], '--forward-to', 'listen'),
+    events: values.events,
+    secret: values.secret,
+    after: after === undefined ? undefined : Number(after),
+    out: (line) => process.stdout.write(`${line}\n`),
+    signal: controller.signal,
+  });
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -161,6 +208,12 @@ export async function main(argv: string[]): Promise<number> {
       }
       return -1; // keep running
     }
+    case 'mcp':
+      await runMcpStdio(required(values['api-key'], '--api-key', 'mcp'), values['base-url'] ?? 'http://127.0.0.1:8080/v1');
+      return 0;
+    case 'listen':
+      await runListen(values);
+      return 0;
     case 'worker':
       await startWorkerProcess(loadConfig());
       return -1; // keep running
@@ -220,7 +273,7 @@ export async function run(argv: string[]): Promise<void> {
     if (code >= 0) process.exitCode = code;
   } catch (err) {
     const message =
-      err instanceof UsageError || err instanceof KeyUsageError || err instanceof SecretsUsageError || err instanceof ConfigError || err instanceof ApiError
+      err instanceof UsageError || err instanceof KeyUsageError || err instanceof SecretsUsageError || err instanceof ConfigError || err instanceof ApiError || err instanceof ListenError
         ? err.message
         : err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')
           ? `${err.message}\n\nRun \`petstore --help\` for usage.`

@@ -47,7 +47,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(openApiPlugin, config.docs);
   await app.register(healthPlugin, {});
   await app.register(portalPlugin, { enabled: config.docs.portal });
-  await app.register(apiPlugin, { clock });
+  await app.register(apiPlugin, { clock, events: config.events, wakeups: deps.wakeups });
   await app.register(exampleApiPlugin, config.docs);
   if (config.http.fastPath) await app.register(fastPathPlugin, { clock, requestId, intercept, trustedProxies: config.http.trustedProxies });
   addMethodNotAllowed();

@@ -8,6 +8,10 @@ export interface Wakeups {
   messageQueued(): void;
   /** Events were written or a delivery was retried: the webhook worker looks now. */
   deliveryDue(): void;
+  /** A change committed events: event streams read the log now. */
+  eventsCommitted(): void;
+  /** Calls `listener` on each eventsCommitted(); returns the unsubscribe. */
+  onEventsCommitted(listener: () => void): () => void;
   /** Calls `listener` on each messageQueued(); returns the unsubscribe. */
   onMessageQueued(listener: () => void): () => void;
   /** Calls `listener` on each deliveryDue(); returns the unsubscribe. */
@@ -32,7 +36,10 @@ function channel(): { announce(): void; subscribe(listener: () => void): () => v
 export function createWakeups(): Wakeups {
   const queued = channel();
   const due = channel();
+  const committed = channel();
   return {
+    eventsCommitted: () => committed.announce(),
+    onEventsCommitted: (listener) => committed.subscribe(listener),
     messageQueued: () => queued.announce(),
     deliveryDue: () => due.announce(),
     onMessageQueued: (listener) => queued.subscribe(listener),

@@ -147,6 +147,30 @@ export const ListEventsQuery = Type.Object(
 );
 export type ListEventsQuery = Static<typeof ListEventsQuery>;
 
+export const StreamEventsQuery = Type.Object(
+  {
+    type: ListEventsQuery.properties.type,
+    after: Type.Optional(
+      Type.Integer({
+        format: 'int64',
+        minimum: 0,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'Start after this `sequence` (`0`: every event kept). Without it (and without `Last-Event-ID`) the stream starts with the next event committed.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const StreamEventsHeaders = Type.Object({
+  'last-event-id': Type.Optional(
+    Type.String({
+      pattern: '^[0-9]{1,15}$',
+      description: 'The `id:` of the last event received: the stream resumes after it (browsers send it when they reconnect). Takes precedence over `after`.',
+    }),
+  ),
+});
+
 // ---- webhook endpoints ----
 
 export const WEBHOOK_URL_MAX_LENGTH = 2048;

@@ -17,6 +17,7 @@ import { createPetService } from './pets.js';
 import { createPetChangeService } from './pet-changes.js';
 import { createCategoryService } from './categories.js';
 import { createEventService, EVENT_FILTERS } from './events.js';
+import { createEventStreams } from './event-stream.js';
 import { createWebhookService, type UrlCheck } from './webhooks.js';
 import { DELIVERY_STATUSES } from '../schemas/events.js';
 import { ORDER_STATUSES, PET_STATUSES } from '../schemas/index.js';
@@ -63,6 +64,7 @@ export async function createServices(deps: {
       cursors: createCursorCodec(cursorSecret, ORDER_STATUSES, 'orders'),
       ...optional,
     }),
+    eventStreams: createEventStreams({ events: store.events, accounts }),
     events: createEventService({ events: store.events, cursors: createCursorCodec(cursorSecret, EVENT_FILTERS, 'events') }),
     webhooks: createWebhookService({
       webhooks: store.webhooks,

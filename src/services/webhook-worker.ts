@@ -16,7 +16,7 @@ import type { AttemptRecord, ClaimedDelivery, WebhookRepository } from '../store
 import { DeliverySlots } from './webhook-slots.js';
 import { hooks as tracingHooks, type TracingHooks } from '../tracing/switch.js';
 import { tracedSend } from './webhook-tracing.js';
-import { signatureHeader } from '../webhooks/signing.js';
+import { deliveryHeaders } from '../webhooks/signing.js';
 import { eventJson } from './events.js';
 
 /** What sending one delivery came to (src/webhooks/sender.ts makes the request). */
@@ -235,11 +235,7 @@ class DeliveryWorker {
     const timestamp = Math.floor(startedAt / 1000);
     const secrets = d.previousSecret !== undefined && (d.previousSecretExpiresAt ?? 0) > startedAt ? [d.secret, d.previousSecret] : [d.secret];
     const started = performance.now();
-    const headers: Record<string, string> = {
-      'webhook-id': d.event.id,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': signatureHeader(secrets, d.event.id, timestamp, body),
-    };
+    const headers = deliveryHeaders(secrets, d.event.id, timestamp, body);
     const result = await (this.tracing ? tracedSend(this.tracing, d, headers, () => send(d.url, headers, body)) : send(d.url, headers, body));
     const seconds = (performance.now() - started) / 1000;
     if (result.kind === 'error') {

@@ -21,6 +21,8 @@ export type IdCounter = 'last_pet_id' | 'last_order_id' | 'last_message_seq' | '
 export interface AccountRepository {
   create(account: Account): Promise<Account>;
   get(id: string): Promise<Account | undefined>;
+  /** The sequence of the account's last committed event (0 when none): where a stream "from now" starts. */
+  lastEventSeq(id: string): Promise<number>;
 }
 
 /**
@@ -43,6 +45,10 @@ export function createAccountRepository(db: Sql): AccountRepository {
     async get(id) {
       const row = await db.get<AccountRow>('SELECT id, name, created_at FROM accounts WHERE id = ?', [id]);
       return row && toAccount(row);
+    },
+    async lastEventSeq(id) {
+      const row = await db.get<{ last: number | string }>('SELECT last_event_seq AS last FROM accounts WHERE id = ?', [id]);
+      return Number(row?.last ?? 0);
     },
   };
 }

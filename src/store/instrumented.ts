@@ -9,7 +9,7 @@ type Observer = (operation: string) => (seconds: number) => void;
 /** The operation label of each repository method (the store's former method names, which dashboards know). */
 const LABELS = {
   settings: { getOrCreate: 'getOrCreateSetting' },
-  accounts: { create: 'createAccount', get: 'getAccount' },
+  accounts: { create: 'createAccount', get: 'getAccount', lastEventSeq: 'lastEventSeq' },
   apiKeys: { create: 'createApiKey', findByHash: 'findApiKeyByHash', get: 'getApiKey', list: 'listApiKeys', page: 'pageApiKeys', revoke: 'revokeApiKey', touch: 'touchApiKey' },
   pets: { create: 'createPet', insert: 'insertPet', get: 'getPet', list: 'listPets', lock: 'lockPet', setStatus: 'setPetStatus', inventory: 'getInventory' },
   idempotency: {

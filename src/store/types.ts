@@ -2,7 +2,7 @@
 // src/store/<backend>/), the database services open their transactions on, and its lifecycle.
 // Every backend passes the same contract suites (test/store-contract*.test.ts).
 import type { AccountRepository } from './accounts.js';
-import type { ApiKeyRepository } from './api-keys.js';
+import type { ApiKeyRepository, ApiKeyWatch } from './api-keys.js';
 import type { AuditLogRepository } from './audit-log.js';
 import type { CategoryRepository } from './categories.js';
 import type { SqlDatabase } from './core/sql.js';
@@ -58,6 +58,10 @@ export interface Store {
    * data_version), so in-process caches can tell they may be stale. Cheap: no disk access.
    */
   externalChangeCounter?(): number;
+  /** Tells every process that events were committed (PostgreSQL: NOTIFY; event streams read the log then). */
+  announceEvents?(): void;
+  /** Hears announceEvents() from every process (PostgreSQL: LISTEN); onEvents also when notices may have been missed. */
+  watchEvents?(onEvents: () => void): ApiKeyWatch;
   /** Applies pending migrations; safe to call from several processes at once. */
   migrate(): Promise<number[]>;
   /** Pending migration versions, without applying them. */

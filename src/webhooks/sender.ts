@@ -50,7 +50,7 @@ const MAX_DISCARDED_BODY = 64 * 1024;
 const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1000;
 /** How long an idle keep-alive socket stays pooled. */
 const IDLE_SOCKET_MS = 30_000;
-const USER_AGENT = 'Petstore-Webhooks/1';
+export const USER_AGENT = 'Petstore-Webhooks/1';
 /** Headers the sender sets itself; a caller's value for one is dropped (framing stays ours). */
 const OWN_HEADERS = new Set(['content-type', 'content-length', 'user-agent', 'host', 'transfer-encoding', 'connection']);
 

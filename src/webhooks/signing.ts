@@ -16,3 +16,10 @@ export function sign(secret: string, id: string, timestamp: number, body: string
 /** The webhook-signature header value: one signature per secret, space-separated. */
 export const signatureHeader = (secrets: readonly string[], id: string, timestamp: number, body: string) =>
   secrets.map((secret) => sign(secret, id, timestamp, body)).join(' ');
+
+/** The Standard Webhooks headers of one delivery of an event (its id, the send time in seconds, the signatures). */
+export const deliveryHeaders = (secrets: readonly string[], eventId: string, timestamp: number, body: string) => ({
+  'webhook-id': eventId,
+  'webhook-timestamp': String(timestamp),
+  'webhook-signature': signatureHeader(secrets, eventId, timestamp, body),
+});

@@ -54,7 +54,7 @@ describe('OpenAPI document', () => {
   test('when listing operations, then the pet operations and the experimental order, event, webhook, key and audit log operations exist at paths relative to /v1, all tagged animals', () => {
     assert.deepEqual(Object.keys(doc.paths).sort(), [
       '/api-keys', '/api-keys/{keyId}', '/api-keys/{keyId}/roll', '/audit-log',
-      '/categories', '/categories/{categoryId}', '/events', '/events/{eventId}',
+      '/categories', '/categories/{categoryId}', '/events', '/events/stream', '/events/{eventId}',
       '/pets', '/pets/{petId}', '/store/inventory', '/store/orders', '/store/orders/{orderId}', '/store/orders/{orderId}/cancel', '/store/orders/{orderId}/deliver',
       '/webhook-endpoints', '/webhook-endpoints/{endpointId}', '/webhook-endpoints/{endpointId}/deliveries',
       '/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/retry', '/webhook-endpoints/{endpointId}/rotate-secret',
@@ -81,6 +81,7 @@ describe('OpenAPI document', () => {
     const eventsAndWebhooks = {
       listEvents: op('/events', 'get'),
       getEvent: op('/events/{eventId}', 'get'),
+      streamEvents: op('/events/stream', 'get'),
       createWebhookEndpoint: op('/webhook-endpoints', 'post'),
       listWebhookEndpoints: op('/webhook-endpoints', 'get'),
       getWebhookEndpoint: op('/webhook-endpoints/{endpointId}', 'get'),

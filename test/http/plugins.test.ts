@@ -37,7 +37,7 @@ describe('plugin dependencies', () => {
     await app.register(metricsPlugin, {});
     await app.register(storePlugin, { store, events: true, wakeups: createWakeups() });
     await assert.rejects(async () => {
-      await app.register(apiPlugin, { clock: systemClock });
+      await app.register(apiPlugin, { clock: systemClock, events: config.events, wakeups: createWakeups() });
     }, /The dependency 'petstore-openapi' of plugin 'petstore-api' is not registered/);
     await app.close();
     await store.close();

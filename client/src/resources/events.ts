@@ -1,6 +1,7 @@
 // `petstore.events`: the account's event log (`listEvents`, `getEvent`), oldest first. The same
 // events are pushed to webhook endpoints; the log is how a receiver catches up (`after`).
 import type { Core, Page } from '../core.js';
+import { type StreamEventsParams, streamEvents } from '../event-stream.js';
 import type { operations } from '../generated/petstore.js';
 import type { Event, EventType } from '../webhooks.js';
 
@@ -44,6 +45,16 @@ export class Events {
       page = await this.list({ limit: params.limit, type: params.type, cursor: page.nextCursor });
       yield* page.data;
     }
+  }
+
+  /**
+   * The events as they are committed (GET /events/stream, Server-Sent Events), in `sequence`
+   * order, for as long as you iterate: a lost connection is reopened from the last event
+   * received, so nothing is skipped or repeated. Refusals (401, 403, 400) throw; `signal` ends it.
+   * @experimental
+   */
+  stream(params: StreamEventsParams = {}): AsyncGenerator<Event, void, undefined> {
+    return streamEvents(this.#core, `${EVENTS}/stream`, params);
   }
 
   /**

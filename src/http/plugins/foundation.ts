@@ -58,6 +58,7 @@ export const storePlugin = definePlugin<{ store: Store; events: boolean; wakeups
     const eventsWritten = (types: readonly EventType[]) => {
       for (const type of types) metrics.eventsWritten.labels({ type }).inc();
       wakeups.deliveryDue();
+      wakeups.eventsCommitted();
     };
     const operations = operationTimer((operation) => {
       const child = metrics.storeDuration.labels({ operation });

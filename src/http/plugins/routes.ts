@@ -1,7 +1,9 @@
 // The plugins that serve: the OpenAPI documents, health, the developer portal, the API under /v1,
 // the example API, and the fast path in front of GET /v1/pets and GET /v1/pets/{petId}.
 import type { Clock } from '../../clock.js';
-import type { DocsConfig } from '../../config.js';
+import type { DocsConfig, EventsConfig } from '../../config.js';
+import { startEventWakeups } from '../../runtime/event-wakeups.js';
+import type { Wakeups } from '../../runtime/wakeups.js';
 import { exampleApi } from '../example/index.js';
 import { createFastPath } from '../fast-path.js';
 import { clientAddressOf, type Instance } from '../instance.js';
@@ -10,6 +12,7 @@ import { portal } from '../portal/plugin.js';
 import { healthRoutes } from '../routes/health.js';
 import { createPetWire, type PetWire } from '../routes/pets.js';
 import { v1Routes } from '../routes/v1.js';
+import { mcpRoutes } from '../routes/mcp.js';
 import { registerOpenApi } from './openapi.js';
 
 type Document = () => Record<string, unknown>;
@@ -37,14 +40,19 @@ export const portalPlugin = definePlugin<{ enabled: boolean }>(PLUGIN.portal, [P
   await app.register(portal, { enabled, openApiDocuments: () => documents.map((document) => document()) });
 });
 
-export const apiPlugin = definePlugin<{ clock: Clock }>(
+export const apiPlugin = definePlugin<{ clock: Clock; events: EventsConfig; wakeups: Wakeups }>(
   PLUGIN.api,
   [PLUGIN.openApi, PLUGIN.services, PLUGIN.rateLimit, PLUGIN.metrics],
-  async (app, { clock }) => {
+  async (app, { clock, events, wakeups }) => {
     const wire = createPetWire(app.metrics);
     app.decorate('petWire', wire);
     const { services, rateLimiter, authFailureLimit, metrics } = app;
-    await app.register(v1Routes, { services, clock, rateLimiter, authFailureLimit, metrics, wire });
+    // Event streams read the log when anyone commits events (this process or another).
+    const eventWakeups = startEventWakeups(services.eventStreams, app.stores.raw, wakeups);
+    app.addHook('onClose', () => eventWakeups.stop());
+    await app.register(v1Routes, { services, clock, rateLimiter, authFailureLimit, metrics, wire, events });
+    const documents = app.openApiDocuments;
+    mcpRoutes(app, { apiKeys: services.apiKeys, documents: () => documents.map((document) => document()) });
   },
 );
 

@@ -31,6 +31,7 @@ export const GUIDES: readonly Guide[] = [
   { slug: 'quickstart', label: 'Quickstart', title: 'Quickstart', render: plain('quickstart.md') },
   { slug: 'orders', label: 'Orders', title: 'Orders', render: plain('orders.md') },
   { slug: 'webhooks', label: 'Webhooks', title: 'Events and webhooks', render: () => webhooksMain(readPage('webhooks.md')) },
+  { slug: 'agents', label: 'Agents', title: 'AI agents (MCP)', render: plain('agents.md') },
   { slug: 'keys', label: 'Keys', title: 'API keys', render: (docs) => keysMain(readPage('keys.md'), docs) },
   { slug: 'errors', label: 'Errors', title: 'Errors', render: (docs) => markdown.render(readPage('errors.md')) + errorsTable(docs) },
 ];

@@ -2,6 +2,7 @@
 // every route registered inside), then each resource's routes.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Clock } from '../../clock.js';
+import type { EventsConfig } from '../../config.js';
 import type { Services } from '../../services/index.js';
 import type { RateLimiter } from '../../services/rate-limit.js';
 import { type AuthFailureLimit, createAuthHook } from '../plugins/auth.js';
@@ -9,6 +10,7 @@ import type { Metrics } from '../plugins/metrics.js';
 import { createRateLimitHook } from '../plugins/rate-limit.js';
 import { orderRoutes } from './orders.js';
 import { eventRoutes } from './events.js';
+import { eventStreamRoutes } from './event-stream.js';
 import { webhookRoutes } from './webhooks.js';
 import { type PetWire, petRoutes } from './pets.js';
 import { petChangeRoutes } from './pet-changes.js';
@@ -23,15 +25,17 @@ export interface V1Options {
   authFailureLimit: AuthFailureLimit;
   metrics: Metrics;
   wire: PetWire;
+  events: Pick<EventsConfig, 'streamHeartbeatMs' | 'streamBufferBytes'>;
 }
 
-export const v1Routes: FastifyPluginAsyncTypebox<V1Options> = async (app, { services, clock, rateLimiter, authFailureLimit, metrics, wire }) => {
+export const v1Routes: FastifyPluginAsyncTypebox<V1Options> = async (app, { services, clock, rateLimiter, authFailureLimit, metrics, wire, events }) => {
   app.addHook('onRequest', createAuthHook(services.apiKeys, authFailureLimit));
   app.addHook('onRequest', createRateLimitHook(rateLimiter, metrics));
   await app.register(petRoutes, { services, clock, wire });
   await app.register(petChangeRoutes, { services });
   await app.register(categoryRoutes, { services });
   await app.register(orderRoutes, { services });
+  await app.register(eventStreamRoutes, { streams: services.eventStreams, heartbeatMs: events.streamHeartbeatMs, bufferBytes: events.streamBufferBytes });
   await app.register(eventRoutes, { services });
   await app.register(webhookRoutes, { services });
   await app.register(apiKeyRoutes, { services });

@@ -10,7 +10,8 @@ import { createSettingsRepository } from '../settings.js';
 import type { Store } from '../types.js';
 import { CONNECTION_TIMEOUT_MS, guard, isConnectionError, openPostgres, type PostgresOptions } from './driver.js';
 import { createPostgresEvents } from './events.js';
-import { watchKeyChanges } from './key-changes.js';
+import { announcer, EVENTS_CHANNEL } from './event-notices.js';
+import { watchChannel, watchKeyChanges } from './key-changes.js';
 import { createPostgresJobs } from './jobs.js';
 import { createPostgresMessages } from './messages.js';
 import { migrate, pendingMigrations } from '../core/migrator.js';
@@ -52,6 +53,12 @@ export function createPostgresStore(url: string, options: PostgresOptions & { ev
     jobs: createPostgresJobs(db),
     webhooks: createPostgresWebhooks(db, options.secrets),
     auditLog: createAuditLogRepository(db),
+    announceEvents: announcer(db),
+    watchEvents(onEvents) {
+      const watch = watchChannel(url, { connectionTimeoutMillis: CONNECTION_TIMEOUT_MS }, EVENTS_CHANNEL, () => onEvents());
+      watches.add(watch);
+      return watch;
+    },
 
     migrate: () => guard(() => migrate(createPostgresMigrationDialect(pool))),
 

@@ -12,10 +12,16 @@ const RECONNECT_MIN_MS = 100;
 // again within a second.
 const RECONNECT_MAX_MS = 1_000;
 
-export function watchKeyChanges(
+export function watchKeyChanges(url: string, options: { connectionTimeoutMillis: number }, onChange: (keyId: string | undefined) => void): ApiKeyWatch {
+  return watchChannel(url, options, KEY_CHANGES_CHANNEL, onChange);
+}
+
+/** LISTENs on `channel` (reconnecting): onChange(payload) per notice, onChange(undefined) when notices may have been missed. */
+export function watchChannel(
   url: string,
   options: { connectionTimeoutMillis: number },
-  onChange: (keyId: string | undefined) => void,
+  channel: string,
+  onChange: (payload: string | undefined) => void,
 ): ApiKeyWatch {
   let client: pg.Client | undefined;
   let live = false;
@@ -50,11 +56,11 @@ export function watchKeyChanges(
     next.on('error', () => lost(next));
     next.on('end', () => lost(next));
     next.on('notification', (message) => {
-      if (message.channel === KEY_CHANGES_CHANNEL) onChange(message.payload || undefined);
+      if (message.channel === channel) onChange(message.payload || undefined);
     });
     try {
       await next.connect();
-      await next.query(`LISTEN ${KEY_CHANGES_CHANNEL}`);
+      await next.query(`LISTEN ${channel}`);
     } catch {
       lost(next);
       return;

@@ -1,0 +1,35 @@
+// /mcp: the API as MCP tools over Streamable HTTP (stateless: each POST is answered on its own),
+// for AI agents. Authenticated by the same bearer key; each tool call is an ordinary request to
+// this app with that key (app.inject), so the key's scopes, account and rate limit apply as they are.
+import type { FastifyInstance } from 'fastify';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { createMcpServer } from '../../mcp/server.js';
+import { type ApiTool, toolsOf } from '../../mcp/tools.js';
+import type { ApiKeyService } from '../../services/api-keys.js';
+import { bearerToken } from '../plugins/auth.js';
+
+export function mcpRoutes(app: FastifyInstance, deps: { apiKeys: ApiKeyService; documents: () => Array<Record<string, unknown>> }): void {
+  let tools: ApiTool[] | undefined;
+  const toolsNow = () =>
+    (tools ??= toolsOf(deps.documents().map((document, i) => ({ document, basePath: i === 0 ? '/v1' : '/example/v1' }))));
+
+  app.post('/mcp', { schema: { hide: true } }, async (request, reply) => {
+    const authorization = request.headers.authorization;
+    const token = bearerToken(authorization);
+    // 401 here for a missing or refused key; scopes are each tool call's (the API's own check).
+    if (!deps.apiKeys.authenticateCached(token)) await deps.apiKeys.verify(token, { requestId: request.id, clientAddress: request.ip });
+    const server = createMcpServer(toolsNow(), async ({ method, path, headers, body }) => {
+      const answer = await app.inject({ method: method as 'GET', url: path, headers: { ...headers, authorization: authorization!, 'x-forwarded-for': request.ip }, ...(body !== undefined ? { payload: body } : {}) });
+      return { status: answer.statusCode, text: answer.body };
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    reply.hijack();
+    reply.raw.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(request.raw, reply.raw, request.body);
+  });
+  // Stateless: GET (a server-sent stream) and DELETE (a session) answer 405 by the app's own rule.
+}
