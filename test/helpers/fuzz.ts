@@ -62,6 +62,10 @@ export function operationsOf(doc: OpenApiDocument): OperationInfo[] {
   for (const [template, item] of Object.entries(doc.paths)) {
     for (const [method, raw] of Object.entries(item)) {
       const op = raw as unknown as DocOperation;
+      // A stream's answer never completes, which is what the properties require of every answer:
+      // streamEvents has its own tests (test/http/event-stream.test.ts).
+      const success = (raw as { responses?: Record<string, { content?: Record<string, unknown> }> }).responses?.['200'];
+      if (success?.content?.['text/event-stream'] !== undefined) continue;
       const params = op.parameters ?? [];
       out.push({
         id: op.operationId ?? `${method} ${template}`,
