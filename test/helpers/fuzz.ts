@@ -1044,8 +1044,8 @@ function record(ctx: FuzzContext, m: Materialized, res: WireResponse): void {
     ctx.pets[m.requester].set(pet.id, pet);
   }
   if (op?.id === 'deletePet' && res.status === 204) {
-    // The server decodes the path: /v1/pets/%31 deletes pet 1.
-    const segment = /^\/v1\/pets\/([^/?]+)/.exec(m.request.target)?.[1] ?? '';
+    // The server decodes the path (/v1/pets/%31 deletes pet 1) and ignores a fragment (/v1/pets/22#frag deletes 22).
+    const segment = /^\/v1\/pets\/([^/?#]+)/.exec(m.request.target)?.[1] ?? '';
     ctx.pets[m.requester].delete(Number(decodeURIComponent(segment)));
   }
 
