@@ -294,6 +294,7 @@ describe('developer portal in Chromium', { skip: browserSkip }, () => {
     assert.equal(await page.locator('.portal-nav a[aria-current="page"]').innerText(), 'Webhooks');
     assert.deepEqual(await page.locator('main h2').allInnerTexts(), [
       'Event kinds',
+      'Try it first: petstore listen',
       'Try it on your machine',
       'Signatures',
       'Retries, 410, redirects and timeouts',
