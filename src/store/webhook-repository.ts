@@ -128,6 +128,8 @@ export function toClaimedDeliveries(rows: readonly ClaimedRow[], leasedUntil: nu
     const key = `${row.account_id}\n${run.seq}`;
     let data = runs.get(key);
     if (!data) runs.set(key, (data = runData(run)));
+    // Only a traced event's delivery carries a trace (tracing off: the field is absent).
+    const trace = traceAt(row.event_trace, row.event_seq - run.seq);
     claimed.push({
       jobId: row.job_id,
       deliveryId: row.delivery_id,
@@ -142,7 +144,7 @@ export function toClaimedDeliveries(rows: readonly ClaimedRow[], leasedUntil: nu
       ...openedSecrets(secrets, row, row.endpoint_id),
       previousSecretExpiresAt: row.previous_secret_expires_at ?? undefined,
       event: eventAt(run, row.event_seq, data),
-      trace: traceAt(row.event_trace, row.event_seq - run.seq),
+      ...(trace === undefined ? {} : { trace }),
     });
   }
   return { claimed, orphans };
