@@ -87,7 +87,8 @@ for (const backend of backends) {
       const health = await httpRequest(worker.url, 'GET', '/healthz');
       assert.deepEqual([health.status, health.body], [200, { status: 'ok' }]);
       const ready = await httpRequest(worker.url, 'GET', '/readyz');
-      assert.deepEqual([ready.status, ready.body], [200, { status: 'ready' }]);
+      // On PostgreSQL without PETSTORE_SECRET_KEY it also names the plain-text secrets (details).
+      assert.deepEqual([ready.status, (ready.body as { status: string }).status], [200, 'ready']);
       const metrics = await httpRequest(worker.url, 'GET', '/metrics');
       assert.equal(metrics.status, 200);
       assert.match(metrics.body as string, /^petstore_message_queue_depth 0$/m);
