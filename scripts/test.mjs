@@ -32,7 +32,12 @@ function run(list, concurrency) {
   if (list.length === 0) return 0;
   const result = spawnSync(
     process.execPath,
-    ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...list],
+    [
+      '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`,
+      '--test-reporter=spec', '--test-reporter-destination=stdout',
+      '--test-reporter=./scripts/file-times.mjs', '--test-reporter-destination=stderr',
+      ...list,
+    ],
     { stdio: 'inherit', env: { ...process.env, PETSTORE_LOG_LEVEL: process.env.PETSTORE_LOG_LEVEL ?? 'silent' } },
   );
   return result.status ?? 1;
