@@ -17,7 +17,7 @@ import { createLogger } from './logger.js';
 import { prepareSchema, startServer } from './server.js';
 import { createStore } from './store/index.js';
 
-export const MAX_WORKERS = 64;
+export { MAX_WORKERS } from './cli/usage.js';
 
 /** First restart delay; doubles with each failure in a row up to RESTART_MAX_DELAY_MS. */
 export const RESTART_MIN_DELAY_MS = 200;

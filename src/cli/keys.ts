@@ -1,13 +1,14 @@
 // `petstore keys …`: the operator's key commands, through the same key service as the API (the
 // audit log names the CLI as the actor). The CLI has no calling key: it may make any key.
 import { NotFoundError } from '../errors.js';
+import { UsageError } from './usage.js';
 import type { Environment } from '../config.js';
 import { ROLL_OVERLAP_MAX_SECONDS, SCOPES, type Scope } from '../schemas/api-keys.js';
 import type { Services } from '../services/index.js';
 import { CLI_ACTOR } from '../services/audit.js';
 import type { ApiKey } from '../schemas/api-keys.js';
 
-export class KeyUsageError extends Error {}
+export class KeyUsageError extends UsageError {}
 
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
 

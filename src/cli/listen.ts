@@ -4,6 +4,7 @@
 // forwarded, so nothing is skipped; an event is forwarded once, whatever the receiver answers.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EVENT_TYPES } from '../schemas/events.js';
+import { CommandError } from './usage.js';
 import { USER_AGENT } from '../webhooks/sender.js';
 import { deliveryHeaders, newWebhookSecret } from '../webhooks/signing.js';
 
@@ -19,7 +20,7 @@ export interface ListenOptions {
   signal?: AbortSignal;
 }
 
-export class ListenError extends Error {}
+export class ListenError extends CommandError {}
 
 const RECONNECT_MAX_MS = 5_000;
 const FORWARD_TIMEOUT_MS = 15_000;

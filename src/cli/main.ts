@@ -1,21 +1,15 @@
 // `petstore` operator CLI. Uses the same config, store and services as the server.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { systemClock } from '../clock.js';
-import { isClusterWorker, MAX_WORKERS, runPrimary, runWorker } from '../cluster.js';
 import { ConfigError, loadConfig, type Environment } from '../config.js';
 import { ApiError } from '../errors.js';
-import { startServer } from '../server.js';
-import { startWorkerProcess } from '../worker.js';
-import { createServices } from '../services/index.js';
-import { createStore, isPostgresUrl } from '../store/index.js';
-import { sqlitePath } from '../store/sqlite/index.js';
 import { SCOPES } from '../schemas/api-keys.js';
-import { type KeyCommandOptions, KeyUsageError, runKeyCommand } from './keys.js';
-import { runSecretsCommand, SECRETS_HELP, type SecretsCommand, SecretsUsageError } from './secrets.js';
-import { listen, ListenError } from './listen.js';
-import { runMcpStdio } from './mcp.js';
-
-class UsageError extends Error {}
+import type { Services } from '../services/index.js';
+import type { KeyCommandOptions } from './keys.js';
+import { SECRETS_HELP, type SecretsCommand } from './secrets.js';
+import { CommandError, MAX_WORKERS, UsageError } from './usage.js';
+// Each command imports what it runs when it runs: a usage error or `keys list` does not load
+// the HTTP server, and every test that spawns the CLI starts faster.
 
 const HELP: Record<string, string> = {
   ...SECRETS_HELP,
@@ -130,7 +124,8 @@ function print(json: boolean, value: unknown, text: string): void {
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
 }
 
-async function withServices<T>(run: (services: Awaited<ReturnType<typeof createServices>>) => Promise<T>): Promise<T> {
+async function withServices<T>(run: (services: Services) => Promise<T>): Promise<T> {
+  const [{ createStore }, { createServices }] = await Promise.all([import('../store/index.js'), import('../services/index.js')]);
   const config = loadConfig();
   const store = await createStore(config);
   try {
@@ -160,6 +155,7 @@ function required(value: string | undefined, flag: string, command: string): str
 async function runListen(values: { [K in 'api-key' | 'base-url' | 'forward-to' | 'events' | 'secret' | 'after']?: string | undefined }): Promise<void> {
   const after = values.after;
   if (after !== undefined && !/^[0-9]{1,15}$/.test(after)) throw new UsageError(`--after must be an event sequence (a non-negative integer), got "${after}".`);
+  const { listen } = await import('./listen.js');
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.once('SIGINT', stop);
@@ -196,6 +192,9 @@ export async function main(argv: string[]): Promise<number> {
     case 'serve': {
       const workers = parseWorkers(values.workers);
       const config = loadConfig();
+      const [{ isClusterWorker, runPrimary, runWorker }, { startServer }, { isPostgresUrl }, { sqlitePath }] = await Promise.all([
+        import('../cluster.js'), import('../server.js'), import('../store/index.js'), import('../store/sqlite/index.js'),
+      ]);
       if (isClusterWorker()) {
         await runWorker(config);
       } else if (workers > 1) {
@@ -208,16 +207,21 @@ export async function main(argv: string[]): Promise<number> {
       }
       return -1; // keep running
     }
-    case 'mcp':
+    case 'mcp': {
+      const { runMcpStdio } = await import('./mcp.js');
       await runMcpStdio(required(values['api-key'], '--api-key', 'mcp'), values['base-url'] ?? 'http://127.0.0.1:8080/v1');
       return 0;
+    }
     case 'listen':
       await runListen(values);
       return 0;
-    case 'worker':
+    case 'worker': {
+      const { startWorkerProcess } = await import('../worker.js');
       await startWorkerProcess(loadConfig());
       return -1; // keep running
+    }
     case 'migrate': {
+      const { createStore } = await import('../store/index.js');
       const config = loadConfig();
       const store = await createStore(config);
       try {
@@ -252,12 +256,14 @@ export async function main(argv: string[]): Promise<number> {
         expiresIn: values['expires-in'],
         name: values.name,
       };
+      const { runKeyCommand } = await import('./keys.js');
       const { value, text } = await withServices((s) => runKeyCommand(s, keyCommand, options, systemClock.now()));
       print(json, value, text);
       return 0;
     }
     case 'secrets seal':
     case 'secrets rotate-key': {
+      const { runSecretsCommand } = await import('./secrets.js');
       const { value, text, code } = await runSecretsCommand(command as SecretsCommand, loadConfig());
       print(json, value, text);
       return code;
@@ -273,12 +279,12 @@ export async function run(argv: string[]): Promise<void> {
     if (code >= 0) process.exitCode = code;
   } catch (err) {
     const message =
-      err instanceof UsageError || err instanceof KeyUsageError || err instanceof SecretsUsageError || err instanceof ConfigError || err instanceof ApiError || err instanceof ListenError
+      err instanceof UsageError || err instanceof CommandError || err instanceof ConfigError || err instanceof ApiError
         ? err.message
         : err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')
           ? `${err.message}\n\nRun \`petstore --help\` for usage.`
           : `Unexpected error: ${err instanceof Error ? err.message : String(err)}`;
     process.stderr.write(`petstore: ${message}\n`);
-    process.exitCode = err instanceof UsageError || err instanceof KeyUsageError || err instanceof SecretsUsageError || (err instanceof TypeError && 'code' in err) ? 2 : 1;
+    process.exitCode = err instanceof UsageError || (err instanceof TypeError && 'code' in err) ? 2 : 1;
   }
 }

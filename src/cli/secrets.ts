@@ -1,11 +1,11 @@
 // `petstore secrets seal` and `petstore secrets rotate-key`: webhook signing secrets brought
 // under the current sealing key, online (servers keep delivering meanwhile).
 import type { Config } from '../config.js';
-import { createStore } from '../store/index.js';
+import { UsageError } from './usage.js';
 
 export type SecretsCommand = 'secrets seal' | 'secrets rotate-key';
 
-export class SecretsUsageError extends Error {}
+export class SecretsUsageError extends UsageError {}
 
 export const SECRETS_HELP = {
   'secrets seal': `Usage: petstore secrets seal [--json]
@@ -26,6 +26,7 @@ export async function runSecretsCommand(command: SecretsCommand, config: Config)
   if (command === 'secrets rotate-key' && !config.secrets.key) {
     throw new SecretsUsageError('rotate-key re-seals under PETSTORE_SECRET_KEY: set it to the new key, and PETSTORE_SECRET_KEY_PREVIOUS to the key in use (on SQLite without a key set: the content of the database\'s .secret-key file).');
   }
+  const { createStore } = await import('../store/index.js'); // loaded by the command, not by `petstore --help`
   const store = await createStore(config);
   try {
     await store.migrate();
