@@ -2,11 +2,13 @@
 // for AI agents. Authenticated by the same bearer key; each tool call is an ordinary request to
 // this app with that key (app.inject), so the key's scopes, account and rate limit apply as they are.
 import type { FastifyInstance } from 'fastify';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { createMcpServer } from '../../mcp/server.js';
 import { type ApiTool, toolsOf } from '../../mcp/tools.js';
 import type { ApiKeyService } from '../../services/api-keys.js';
 import { bearerToken } from '../plugins/auth.js';
+
+// The MCP SDK loads at the first /mcp request, not with every server (a fifth of a start-up).
+let sdk: Promise<[typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js'), typeof import('../../mcp/server.js')]> | undefined;
+const loadSdk = () => (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/server/streamableHttp.js'), import('../../mcp/server.js')]));
 
 export function mcpRoutes(app: FastifyInstance, deps: { apiKeys: ApiKeyService; documents: () => Array<Record<string, unknown>> }): void {
   let tools: ApiTool[] | undefined;
@@ -18,6 +20,7 @@ export function mcpRoutes(app: FastifyInstance, deps: { apiKeys: ApiKeyService; 
     const token = bearerToken(authorization);
     // 401 here for a missing or refused key; scopes are each tool call's (the API's own check).
     if (!deps.apiKeys.authenticateCached(token)) await deps.apiKeys.verify(token, { requestId: request.id, clientAddress: request.ip });
+    const [{ StreamableHTTPServerTransport }, { createMcpServer }] = await loadSdk();
     const server = createMcpServer(toolsNow(), async ({ method, path, headers, body }) => {
       const answer = await app.inject({ method: method as 'GET', url: path, headers: { ...headers, authorization: authorization!, 'x-forwarded-for': request.ip }, ...(body !== undefined ? { payload: body } : {}) });
       return { status: answer.statusCode, text: answer.body };
