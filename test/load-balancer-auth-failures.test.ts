@@ -4,46 +4,24 @@
 // X-Forwarded-For, nor fill another's. Clients connect from other loopback addresses
 // (127.0.0.2, 127.0.0.3) than HAProxy does (127.0.0.1).
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import { after, before, describe, test } from 'node:test';
-import { startApp, type TestApp } from './helpers/app.js';
-import { haproxySkip, type Haproxy, startHaproxy } from './helpers/haproxy.js';
+import { describe, test } from 'node:test';
+import { haproxySkip } from './helpers/haproxy.js';
+import { haproxyInFront, rawGet } from './helpers/haproxy-in-front.js';
 
 const BAD_KEY = 'psk_live_000000000000000000000000000000000000';
 
-/** GET /v1/pets through `base` from `localAddress`, with the given key and extra headers. */
-function get(base: string, localAddress: string, key: string, headers: Record<string, string> = {}): Promise<number> {
-  const { hostname, port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    http
-      .request({ hostname, port, localAddress, path: '/v1/pets', headers: { authorization: `Bearer ${key}`, ...headers }, agent: false }, (response) => {
-        response.resume();
-        resolve(response.statusCode ?? 0);
-      })
-      .on('error', reject)
-      .end();
-  });
+/** GET /v1/pets through `base` from `localAddress`, with the given key and extra headers: the status. */
+async function get(base: string, localAddress: string, key: string, headers: Record<string, string> = {}): Promise<number> {
+  return (await rawGet(base, '/v1/pets', { localAddress, headers: { authorization: `Bearer ${key}`, ...headers } })).status;
 }
 
 describe('the failed-authentication limit behind HAProxy (deploy/haproxy.cfg)', { skip: haproxySkip }, () => {
-  let lb: Haproxy;
-  let app: TestApp;
-  const cleanups: Array<() => unknown> = [];
-  before(async () => {
-    app = await startApp(
-      { after: (fn: () => unknown) => cleanups.push(fn) },
-      { env: { PETSTORE_TRUSTED_PROXIES: '127.0.0.1', PETSTORE_AUTH_FAILURE_LIMIT_BURST: '5', PETSTORE_AUTH_FAILURE_LIMIT_PER_SECOND: '0.01' } },
-    );
-    const address = new URL(app.url).host;
-    lb = await startHaproxy([address, address, address]);
-    await lb.waitForStatus('a', 'UP', 10_000);
-  });
-  after(async () => {
-    await lb?.stop();
-    for (const cleanup of cleanups.reverse()) await cleanup();
+  const front = haproxyInFront({
+    env: { PETSTORE_TRUSTED_PROXIES: '127.0.0.1', PETSTORE_AUTH_FAILURE_LIMIT_BURST: '5', PETSTORE_AUTH_FAILURE_LIMIT_PER_SECOND: '0.01' },
   });
 
   test('when a client hammers bad keys, each with a made-up X-Forwarded-For, then it gets 429 and another client is unaffected', async () => {
+    const { app, lb } = front;
     const { key } = await app.createAccount();
     for (let i = 0; i < 5; i++) assert.equal(await get(lb.url, '127.0.0.2', BAD_KEY, { 'x-forwarded-for': `10.0.0.${i}` }), 401);
     assert.equal(await get(lb.url, '127.0.0.2', BAD_KEY, { 'x-forwarded-for': '10.0.0.99' }), 429, 'spoofing does not escape the bucket');

@@ -5,44 +5,17 @@
 // through. Each spelling is also sent to the app directly, to show it is a spelling the service
 // would answer, and the API still passes.
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import { after, before, describe, test } from 'node:test';
-import { startApp, type TestApp } from './helpers/app.js';
-import { haproxySkip, type Haproxy, startHaproxy } from './helpers/haproxy.js';
-
-/** GET `path` exactly as written (fetch would resolve dot segments and merge nothing). */
-function get(base: string, path: string): Promise<{ status: number; body: string }> {
-  const { hostname, port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const request = http.request({ hostname, port, path, method: 'GET', agent: false }, (response) => {
-      let body = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (body += chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
-    });
-    request.on('error', reject);
-    request.end();
-  });
-}
+import { describe, test } from 'node:test';
+import { haproxySkip } from './helpers/haproxy.js';
+import { haproxyInFront, rawGet as get } from './helpers/haproxy-in-front.js';
 
 const METRICS_SPELLINGS = ['/metrics', '/%6detrics', '/%6Detrics', '/metric%73', '//metrics', '/./metrics', '/x/../metrics', '/%2e/metrics', '/metrics/', '/metrics?x=1'];
 
 describe('HAProxy hides the operations endpoints in every spelling (deploy/haproxy.cfg)', { skip: haproxySkip }, () => {
-  let lb: Haproxy;
-  let app: TestApp;
-  const cleanups: Array<() => unknown> = [];
-  before(async () => {
-    app = await startApp({ after: (fn: () => unknown) => cleanups.push(fn) });
-    const address = new URL(app.url).host;
-    lb = await startHaproxy([address, address, address]);
-    await lb.waitForStatus('a', 'UP', 10_000);
-  });
-  after(async () => {
-    await lb?.stop();
-    for (const cleanup of cleanups.reverse()) await cleanup();
-  });
+  const front = haproxyInFront();
 
   test('when /metrics is asked for in any spelling, then HAProxy answers 404 and no metric leaves', async () => {
+    const { app, lb } = front;
     const served: string[] = [];
     for (const path of METRICS_SPELLINGS) {
       const direct = await get(app.url, path);
@@ -57,24 +30,14 @@ describe('HAProxy hides the operations endpoints in every spelling (deploy/hapro
 
   test('when /healthz or /readyz is asked for in another spelling, then HAProxy answers 404', async () => {
     for (const path of ['/healthz', '/%68ealthz', '//readyz', '/./readyz', '/ready%7a']) {
-      assert.equal((await get(lb.url, path)).status, 404, path);
+      assert.equal((await get(front.lb.url, path)).status, 404, path);
     }
   });
 
   test('when a client calls the API or a normalized spelling of it, then it passes', async () => {
-    const { key } = await app.createAccount();
+    const { key } = await front.app.createAccount();
     for (const path of ['/v1/pets', '//v1/pets', '/v1/./pets', '/v1/%70ets']) {
-      const answer = await new Promise<number>((resolve, reject) => {
-        const { hostname, port } = new URL(lb.url);
-        http
-          .request({ hostname, port, path, headers: { authorization: `Bearer ${key}` }, agent: false }, (response) => {
-            response.resume();
-            resolve(response.statusCode ?? 0);
-          })
-          .on('error', reject)
-          .end();
-      });
-      assert.equal(answer, 200, path);
+      assert.equal((await get(front.lb.url, path, { headers: { authorization: `Bearer ${key}` } })).status, 200, path);
     }
   });
 });
