@@ -61,6 +61,16 @@ async function appWith(t: TestContext, backend: Backend, env: Record<string, str
   return startApp(t, { backend, ...(databaseUrl ? { databaseUrl } : {}), env: { ...WEBHOOK_ENV, ...env } });
 }
 
+/** A receiver, a fresh database and an app on it that writes rows under `env` but delivers nothing (a later app does). */
+async function writerApp(t: TestContext, backend: Backend, env: Record<string, string>): Promise<{ receiver: Awaited<ReturnType<typeof startReceiver>>; url: string; writer: TestApp }> {
+  const receiver = await startReceiver();
+  t.after(() => receiver.close());
+  const database = await backend.createDatabase();
+  t.after(() => database.drop());
+  const writer = await appWith(t, backend, { ...env, PETSTORE_WEBHOOK_WORKER: 'false' }, database.url);
+  return { receiver, url: database.url, writer };
+}
+
 describe('the sealing box', () => {
   it('when a sealed secret is opened with another endpoint id, an altered value or an unknown key, then it refuses, naming no secret', () => {
     const box = createSecretBox(secretKeyFrom(K1), secretKeyFrom(K2));
@@ -108,13 +118,10 @@ for (const backend of backends) {
     });
 
     it('when rows are stored plain, then `petstore secrets seal` seals them once a key is set, online, and deliveries still verify with the secrets shown', async (t) => {
-      const receiver = await startReceiver();
-      t.after(() => receiver.close());
-      const database = await backend.createDatabase();
-      t.after(() => database.drop());
       // Rows as a release before sealing wrote them (and PostgreSQL without a key still does).
       // Its worker off: only the app after sealing delivers (this one has no key, or the key file's).
-      const before = await appWith(t, backend, { PETSTORE_WEBHOOK_WORKER: 'false' }, database.url);
+      const { receiver, url, writer: before } = await writerApp(t, backend, {});
+      const database = { url };
       const { key } = await before.createAccount();
       const plainStore = backend.name === 'sqlite' ? createSqliteStore(database.url) : await createStore(storeConfig(database.url));
       t.after(() => plainStore.close());
@@ -132,11 +139,8 @@ for (const backend of backends) {
     });
 
     it('when the key is rotated while a server delivers, then every row ends under the new key and no delivery fails', async (t) => {
-      const receiver = await startReceiver();
-      t.after(() => receiver.close());
-      const database = await backend.createDatabase();
-      t.after(() => database.drop());
-      const old = await appWith(t, backend, { PETSTORE_SECRET_KEY: K1, PETSTORE_WEBHOOK_WORKER: 'false' }, database.url);
+      const { receiver, url, writer: old } = await writerApp(t, backend, { PETSTORE_SECRET_KEY: K1 });
+      const database = { url };
       const { key } = await old.createAccount();
       const endpoints = [];
       for (let i = 0; i < 3; i++) endpoints.push(await registerEndpoint(old.url, key, receiver.url));
@@ -175,11 +179,8 @@ for (const backend of backends) {
     });
 
     it('when a sealed row\'s key is missing, then its deliveries fail as signing_failed with a server log line, and the server goes on', async (t) => {
-      const receiver = await startReceiver();
-      t.after(() => receiver.close());
-      const database = await backend.createDatabase();
-      t.after(() => database.drop());
-      const old = await appWith(t, backend, { PETSTORE_SECRET_KEY: K1, PETSTORE_WEBHOOK_WORKER: 'false' }, database.url);
+      const { receiver, url, writer: old } = await writerApp(t, backend, { PETSTORE_SECRET_KEY: K1 });
+      const database = { url };
       const { key } = await old.createAccount();
       const endpoint = await registerEndpoint(old.url, key, receiver.url);
       const app = await appWith(t, backend, { PETSTORE_SECRET_KEY: K2 }, database.url);
