@@ -1,7 +1,7 @@
 // Tracing on: the OpenTelemetry SDK set up from the standard OTEL_* environment (service name,
 // resource attributes, sampler, OTLP endpoint and protocol, batch queue limits), and the hooks
 // the instrumented places use. Loaded only when switch.ts finds tracing requested.
-import { context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace, type Link, type SpanContext, type Context } from '@opentelemetry/api';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Link, type SpanContext, type Context } from '@opentelemetry/api';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
@@ -9,6 +9,7 @@ import { ExportResultCode } from '@opentelemetry/core';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { serverSpanOf } from './server-span.js';
+import { within } from './spans.js';
 import { tracedDatabase, tracedSql } from './sql.js';
 import type { StoredTrace, TracingHooks } from './switch.js';
 
@@ -33,22 +34,6 @@ function storedContext(stored: StoredTrace): SpanContext | undefined {
  * The request's sampling decision carries over (parent-based samplers follow it).
  */
 const causedBy = (link: SpanContext | undefined): Context => (link ? trace.setSpanContext(ROOT_CONTEXT, link) : context.active());
-
-/** Ends `span` when `work` settles: error status (with the error's class, never its message's data) when it rejects. */
-function endWith<T>(span: Span, work: Promise<T>): Promise<T> {
-  return work.then(
-    (value) => {
-      span.end();
-      return value;
-    },
-    (error: unknown) => {
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      span.setAttribute('error.type', error instanceof Error ? error.constructor.name : 'Error');
-      span.end();
-      throw error;
-    },
-  );
-}
 
 /** Counts what is dropped: spans a full queue refuses, spans an export (a collector away) loses. */
 interface Dropped {
@@ -98,7 +83,6 @@ export function createTracing(env: NodeJS.ProcessEnv): TracingHooks {
   // The AsyncLocalStorage context manager and the W3C trace-context propagator.
   provider.register();
   const tracer = trace.getTracer('petstore');
-  const within = <T>(span: Span, work: () => Promise<T>): Promise<T> => endWith(span, context.with(trace.setSpan(context.active(), span), work));
   const linksOf = (captured: readonly unknown[]): Link[] => captured.filter((c): c is SpanContext => c !== undefined).map((c) => ({ context: c }));
 
   return {

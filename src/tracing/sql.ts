@@ -2,7 +2,8 @@
 // database, a transaction's statements, the hot reads). Attributes per the database semantic
 // conventions: the system, the operation and the table, taken from the statement's text
 // (once per text); never the parameters' values.
-import { context, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import { context, SpanKind, trace, type Tracer } from '@opentelemetry/api';
+import { within } from './spans.js';
 import type { Params, Sql, SqlDatabase } from '../store/core/sql.js';
 
 interface Described {
@@ -58,26 +59,7 @@ function spanner(tracer: Tracer, system: 'sqlite' | 'postgresql'): Spanner {
     // Outside a trace (the workers' polls) or in one the sampler dropped: no span per statement.
     if (trace.getSpan(context.active())?.isRecording() !== true) return call();
     const { name, attributes } = describe(text, fixed);
-    const s: Span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes });
-    let result: Promise<T>;
-    try {
-      result = context.with(trace.setSpan(context.active(), s), call);
-    } catch (error) {
-      result = Promise.reject(error);
-    }
-    return result.then(
-      (value) => {
-        s.end();
-        return value;
-      },
-      (error: unknown) => {
-        s.setStatus({ code: SpanStatusCode.ERROR });
-        const code = (error as { code?: unknown } | null)?.code;
-        s.setAttribute('error.type', typeof code === 'string' ? code : error instanceof Error ? error.constructor.name : 'Error');
-        s.end();
-        throw error;
-      },
-    );
+    return within(tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }), call);
   };
 }
 
