@@ -15,7 +15,7 @@ import { type ClusterMetricsMessage, isClusterMetricsMessage } from './http/plug
 import type { Config } from './config.js';
 import { createLogger } from './logger.js';
 import { prepareSchema, startServer } from './server.js';
-import { createStore } from './store/index.js';
+import { loggedWait, openStoreWhenReachable } from './store/wait.js';
 
 export { MAX_WORKERS } from './cli/usage.js';
 
@@ -55,7 +55,7 @@ function urlOf(address: Address): string {
 export async function runPrimary(config: Config, workers: number): Promise<void> {
   // Synchronous writes: the primary logs little, and its last lines must be out before process.exit.
   const logger = createLogger(config.logging, pino.destination({ dest: 1, sync: true }));
-  const store = await createStore(config);
+  const store = await openStoreWhenReachable(config, {}, loggedWait(logger, config.database.url, config.database.waitMs));
   try {
     await prepareSchema(config.database, store, logger);
   } finally {

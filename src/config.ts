@@ -72,6 +72,7 @@ export const ConfigSchema = Type.Object({
   PETSTORE_STAGING_URL: serverUrl('/v1', 'https://staging.petstore.example/v1', 'Staging server URL published in the OpenAPI document'),
   PETSTORE_BODY_LIMIT: int(1024, 16 * 1024 * 1024, 64 * 1024, 'Maximum request body, bytes (413 above)'),
   PETSTORE_MIGRATE_ON_START: flag(true, '`serve` applies pending migrations at start; when `false` it refuses to start with pending ones'),
+  PETSTORE_DATABASE_WAIT_MS: int(0, 3_600_000, 30_000, '`serve`, `worker` and `migrate` at start: how long to wait for a database that takes no connection yet (PostgreSQL starting, unreachable), retrying with backoff and logging each retry; then exit 1. `0`: fail at once'),
   PETSTORE_PG_POOL_MAX: int(1, 1000, 10, 'PostgreSQL connections per process for writes and transactions'),
   PETSTORE_PG_PIPELINE_CONNECTIONS: int(0, 64, 1, 'PostgreSQL connections per process in pipeline mode for the hot reads (key lookup, `getPet`, `listPets`; see Performance), besides the pool; `0` sends them through the pool. Each process also holds one connection that LISTENs for key revocations'),
   PETSTORE_READ_CACHE: flag(true, 'SQLite only: keep pages and pets in memory, dropped exactly when anything commits (see Performance); `false` reads the file on every request'),
@@ -158,6 +159,8 @@ export interface DatabaseConfig {
   url: string;
   /** Apply pending migrations at start (`serve`, `worker`); otherwise refuse to start with pending ones. */
   migrateOnStart: boolean;
+  /** `serve`, `worker`, `migrate`: how long to wait at start for the database to take connections, in ms. */
+  waitMs: number;
   /** PostgreSQL pool size per process. */
   pgPoolMax: number;
   /** PostgreSQL connections in pipeline mode for the hot reads; 0 sends them through the pool. */
@@ -283,6 +286,7 @@ export function loadConfig(env: Env = process.env): Config {
     database: {
       url: v.PETSTORE_DATABASE_URL,
       migrateOnStart: v.PETSTORE_MIGRATE_ON_START,
+      waitMs: v.PETSTORE_DATABASE_WAIT_MS,
       pgPoolMax: v.PETSTORE_PG_POOL_MAX,
       pgPipelineConnections: v.PETSTORE_PG_PIPELINE_CONNECTIONS,
       readCache: v.PETSTORE_READ_CACHE,

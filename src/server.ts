@@ -12,7 +12,8 @@ import { createWakeups } from './runtime/wakeups.js';
 import { startWorkers } from './runtime/workers.js';
 import { systemClock } from './clock.js';
 import { flushTracing, startTracing } from './tracing/switch.js';
-import { createStore, isPostgresUrl } from './store/index.js';
+import { isPostgresUrl } from './store/index.js';
+import { loggedWait, openStoreWhenReachable } from './store/wait.js';
 import type { Store } from './store/types.js';
 
 /** What to do about migrations at start: apply or check them (per PETSTORE_MIGRATE_ON_START), or nothing. */
@@ -57,7 +58,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // First: the store, the app and the logger see whether tracing is on when they are made.
   await startTracing();
   const logger = createLogger(config.logging);
-  const store = await createStore(config, { server: true });
+  const store = await openStoreWhenReachable(config, { server: true }, loggedWait(logger, config.database.url, config.database.waitMs));
   if (store.secretsWarning) logger.warn(store.secretsWarning);
   if (options.migrations !== 'skip') await prepareSchema(config.database, store, logger);
   const wakeups = createWakeups();

@@ -12,7 +12,7 @@ import { handleSignals } from './runtime/lifecycle.js';
 import { createWakeups } from './runtime/wakeups.js';
 import { startWorkers } from './runtime/workers.js';
 import { prepareSchema } from './server.js';
-import { createStore } from './store/index.js';
+import { loggedWait, openStoreWhenReachable } from './store/wait.js';
 import { flushTracing, startTracing } from './tracing/switch.js';
 
 export async function startWorkerProcess(config: Config): Promise<App> {
@@ -21,7 +21,7 @@ export async function startWorkerProcess(config: Config): Promise<App> {
   }
   await startTracing();
   const logger = createLogger(config.logging);
-  const store = await createStore(config, { server: true });
+  const store = await openStoreWhenReachable(config, { server: true }, loggedWait(logger, config.database.url, config.database.waitMs));
   if (store.secretsWarning) logger.warn(store.secretsWarning);
   await prepareSchema(config.database, store, logger);
   const wakeups = createWakeups();

@@ -3,6 +3,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { systemClock } from '../clock.js';
 import { ConfigError, loadConfig, type Environment } from '../config.js';
 import { ApiError } from '../errors.js';
+import { DatabaseWaitError } from '../store/errors.js';
 import { SCOPES } from '../schemas/api-keys.js';
 import type { Services } from '../services/index.js';
 import type { KeyCommandOptions } from './keys.js';
@@ -34,7 +35,8 @@ Run \`petstore <command> --help\` for a command's options.`,
   serve: `Usage: petstore serve [--workers <n>]
 
 Runs the server on HOST:PORT (default 127.0.0.1:8080). Applies pending migrations
-first unless PETSTORE_MIGRATE_ON_START=false.
+first unless PETSTORE_MIGRATE_ON_START=false. A database that takes no connection
+yet is retried for up to PETSTORE_DATABASE_WAIT_MS (default 30 s), then it exits 1.
 
 Options:
   --workers <n>  Run n worker processes (1-${MAX_WORKERS}) sharing HOST:PORT (node:cluster).
@@ -49,7 +51,7 @@ Options:
 Runs the background workers without the API: message delivery (PETSTORE_MESSAGE_WORKER)
 and webhook delivery (PETSTORE_WEBHOOK_WORKER), plus the hourly pruning of expired
 idempotency keys and old events. Applies pending migrations first unless
-PETSTORE_MIGRATE_ON_START=false.
+PETSTORE_MIGRATE_ON_START=false. Waits for the database like \`serve\`.
 
 Serves /metrics, /healthz and /readyz on HOST:PETSTORE_WORKER_PORT (default 9465).
 SIGTERM or SIGINT finishes the deliveries in hand, then exits 0.
@@ -58,7 +60,8 @@ Pair it with \`petstore serve\` run with PETSTORE_MESSAGE_WORKER=false and
 PETSTORE_WEBHOOK_WORKER=false; any number of workers can share one database.`,
   migrate: `Usage: petstore migrate [--json]
 
-Applies pending migrations to PETSTORE_DATABASE_URL and prints what it applied.`,
+Applies pending migrations to PETSTORE_DATABASE_URL and prints what it applied.
+Waits for the database like \`serve\` (PETSTORE_DATABASE_WAIT_MS).`,
   'accounts create': `Usage: petstore accounts create --name <name> [--json]
 
 Creates an account and prints its id. With --json, prints {"id","name","createdAt"}.`,
@@ -221,9 +224,9 @@ export async function main(argv: string[]): Promise<number> {
       return -1; // keep running
     }
     case 'migrate': {
-      const { createStore } = await import('../store/index.js');
+      const { openStoreWhenReachable, printedWait } = await import('../store/wait.js');
       const config = loadConfig();
-      const store = await createStore(config);
+      const store = await openStoreWhenReachable(config, {}, printedWait((line) => process.stderr.write(line), config.database.url));
       try {
         const applied = await store.migrate();
         print(json, { applied }, applied.length ? `Applied migrations: ${applied.join(', ')}` : 'No pending migrations.');
@@ -279,7 +282,7 @@ export async function run(argv: string[]): Promise<void> {
     if (code >= 0) process.exitCode = code;
   } catch (err) {
     const message =
-      err instanceof UsageError || err instanceof CommandError || err instanceof ConfigError || err instanceof ApiError
+      err instanceof UsageError || err instanceof CommandError || err instanceof ConfigError || err instanceof ApiError || err instanceof DatabaseWaitError
         ? err.message
         : err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')
           ? `${err.message}\n\nRun \`petstore --help\` for usage.`

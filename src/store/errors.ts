@@ -11,6 +11,11 @@ export class StoreUnavailableError extends StoreError {
   override name = 'StoreUnavailableError';
 }
 
+/** At start, the database took no connection within PETSTORE_DATABASE_WAIT_MS (store/wait.ts): the process exits 1. */
+export class DatabaseWaitError extends StoreUnavailableError {
+  override name = 'DatabaseWaitError';
+}
+
 /**
  * The connection was lost while COMMIT was under way (a failover, a crash): the transaction
  * may or may not have been applied. Retrying is safe where the write is idempotent (an
