@@ -178,8 +178,12 @@ export async function startServerProcess(
     },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      // 'close' comes once its output is read to the end (the last log line included); bounded,
+      // since a killed cluster's orphaned workers could hold the pipe open.
+      const closed = once(child, 'close');
       child.kill(signal);
       const [code] = (await once(child, 'exit')) as [number | null];
+      await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
       return code;
     },
   };
