@@ -74,6 +74,7 @@ export const ConfigSchema = Type.Object({
   PETSTORE_MIGRATE_ON_START: flag(true, '`serve` applies pending migrations at start; when `false` it refuses to start with pending ones'),
   PETSTORE_DATABASE_WAIT_MS: int(0, 3_600_000, 30_000, '`serve`, `worker` and `migrate` at start: how long to wait for a database that takes no connection yet (PostgreSQL starting, unreachable), retrying with backoff and logging each retry; then exit 1. `0`: fail at once'),
   PETSTORE_PG_POOL_MAX: int(1, 1000, 10, 'PostgreSQL connections per process for writes and transactions'),
+  PETSTORE_PG_CONNECT_TIMEOUT_MS: int(100, 120_000, 2000, 'PostgreSQL: how long opening a connection, or waiting for a free one in the pool, may take before the request answers 503 (short: fail fast in an outage rather than queue)'),
   PETSTORE_PG_PIPELINE_CONNECTIONS: int(0, 64, 1, 'PostgreSQL connections per process in pipeline mode for the hot reads (key lookup, `getPet`, `listPets`; see Performance), besides the pool; `0` sends them through the pool. Each process also holds one connection that LISTENs for key revocations'),
   PETSTORE_READ_CACHE: flag(true, 'SQLite only: keep pages and pets in memory, dropped exactly when anything commits (see Performance); `false` reads the file on every request'),
   PETSTORE_FAST_PATH: flag(true, 'Answer `GET /v1/pets` and `GET /v1/pets/{petId}` for a cached key and a cached page or pet before the framework, with identical responses (see Performance); on PostgreSQL, canonical `GET /v1/pets` pages are read from the store there (one pipelined query) and answered the same way. `false` sends every request through Fastify. Needs the in-memory rate limiter (no Redis)'),
@@ -163,6 +164,8 @@ export interface DatabaseConfig {
   waitMs: number;
   /** PostgreSQL pool size per process. */
   pgPoolMax: number;
+  /** PostgreSQL: the longest wait for a new or a free pooled connection, in ms. */
+  pgConnectTimeoutMs: number;
   /** PostgreSQL connections in pipeline mode for the hot reads; 0 sends them through the pool. */
   pgPipelineConnections: number;
   /** SQLite only: cache pages and pets in memory, invalidated on every commit. */
@@ -288,6 +291,7 @@ export function loadConfig(env: Env = process.env): Config {
       migrateOnStart: v.PETSTORE_MIGRATE_ON_START,
       waitMs: v.PETSTORE_DATABASE_WAIT_MS,
       pgPoolMax: v.PETSTORE_PG_POOL_MAX,
+      pgConnectTimeoutMs: v.PETSTORE_PG_CONNECT_TIMEOUT_MS,
       pgPipelineConnections: v.PETSTORE_PG_PIPELINE_CONNECTIONS,
       readCache: v.PETSTORE_READ_CACHE,
     },

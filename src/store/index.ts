@@ -25,7 +25,7 @@ export async function createStore(
     // Loaded on demand so SQLite deployments never load pg.
     const { createPostgresStore } = await import('./postgres/index.js');
     const store = createPostgresStore(database.url, {
-      poolMax: database.pgPoolMax, pipelineConnections: database.pgPipelineConnections, events: events.enabled, secrets: sealing.box,
+      poolMax: database.pgPoolMax, connectTimeoutMs: database.pgConnectTimeoutMs, pipelineConnections: database.pgPipelineConnections, events: events.enabled, secrets: sealing.box,
     });
     store.secretsWarning = sealing.warning;
     return store;

@@ -71,6 +71,9 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
   const config = loadConfig({
     PETSTORE_DATABASE_URL: options.databaseUrl ?? database!.url,
     PETSTORE_LOG_LEVEL: 'info',
+    // CI runs four suites at once on 2 cores: opening a connection there has taken over the
+    // default 2 s. Suites about outages set their own.
+    PETSTORE_PG_CONNECT_TIMEOUT_MS: '10000',
     PORT: '0',
     ...options.env,
   });

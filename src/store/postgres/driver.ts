@@ -7,7 +7,7 @@ import type { Params, Sql, SqlDatabase } from '../core/sql.js';
 import { createPipeline, type Pipeline } from './pipeline.js';
 import { hooks as tracing } from '../../tracing/switch.js';
 
-/** Fail fast during an outage instead of queueing requests behind a dead server. */
+/** Fail fast during an outage instead of queueing requests behind a dead server (PETSTORE_PG_CONNECT_TIMEOUT_MS). */
 export const CONNECTION_TIMEOUT_MS = 2000;
 
 const { types } = pg;
@@ -76,6 +76,8 @@ export async function guard<T>(work: () => Promise<T>): Promise<T> {
 
 export interface PostgresOptions {
   poolMax: number;
+  /** Opening a connection, or waiting for a free one, in ms (default CONNECTION_TIMEOUT_MS). */
+  connectTimeoutMs?: number;
   /** Connections in pipeline mode for the hot reads; 0 sends them through the pool. */
   pipelineConnections?: number;
 }
@@ -131,7 +133,7 @@ const onClient = (client: Pick<PoolClient, 'query'>): Sql => ({
 export function openPostgres(url: string, options: PostgresOptions): PostgresDatabase {
   const connection = {
     connectionString: url,
-    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECTION_TIMEOUT_MS,
     // Detects a silently dead server on idle connections.
     keepAlive: true,
     types: typeParsers,

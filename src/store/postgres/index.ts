@@ -40,7 +40,7 @@ export function createPostgresStore(url: string, options: PostgresOptions & { ev
     settings: createSettingsRepository(db, postgresDialect),
     accounts: createAccountRepository(db),
     apiKeys: createApiKeyRepository(db, postgresDialect, (onChange) => {
-      const watch = watchKeyChanges(url, { connectionTimeoutMillis: CONNECTION_TIMEOUT_MS }, onChange);
+      const watch = watchKeyChanges(url, { connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECTION_TIMEOUT_MS }, onChange);
       watches.add(watch);
       return watch;
     }),
@@ -55,7 +55,7 @@ export function createPostgresStore(url: string, options: PostgresOptions & { ev
     auditLog: createAuditLogRepository(db),
     announceEvents: announcer(db),
     watchEvents(onEvents) {
-      const watch = watchChannel(url, { connectionTimeoutMillis: CONNECTION_TIMEOUT_MS }, EVENTS_CHANNEL, () => onEvents());
+      const watch = watchChannel(url, { connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECTION_TIMEOUT_MS }, EVENTS_CHANNEL, () => onEvents());
       watches.add(watch);
       return watch;
     },
