@@ -20,5 +20,8 @@ export async function runMcpStdio(apiKey: string, baseUrl: string): Promise<void
   await server.connect(new StdioServerTransport());
   await new Promise<void>((resolve) => {
     server.onclose = resolve;
+    // The client closing our stdin is how it ends the session (the SDK's transport does not
+    // listen for it): close, so that the command returns 0 instead of Node ending it with 13.
+    process.stdin.once('end', () => void server.close());
   });
 }

@@ -2,7 +2,8 @@
 // slot through which the fast path (src/http/fast-path.ts) sees requests before Fastify does.
 import proxyAddr from '@fastify/proxy-addr';
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
@@ -49,6 +50,26 @@ export function clientAddressOf(trustedProxies: readonly string[]): (req: Incomi
   return (req) => proxyAddr(req, trust);
 }
 
+/**
+ * Makes the server's closeIdleConnections() (which close() and Fastify's shutdown call) also close
+ * connections on which the client never sent a byte. Node counts those neither idle nor late, so
+ * one held a shutdown until its client dropped it: undici (Node's fetch) opens such a connection
+ * whenever a fetch is aborted mid-body (an event stream stopped; nodejs/undici#5845) and keeps it
+ * for the keep-alive time we announce (72 s); browsers preconnect the same way.
+ */
+function closeUnusedConnectionsWhenIdleOnesClose(server: Server): void {
+  const open = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
+  const closeIdle = server.closeIdleConnections.bind(server);
+  server.closeIdleConnections = () => {
+    closeIdle();
+    for (const socket of open) if (socket.bytesRead === 0) socket.destroy();
+  };
+}
+
 export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTimeoutMs'> & Partial<Pick<HttpConfig, 'trustedProxies'>>, logger: FastifyBaseLogger): Instance {
   const newRequestId = requestIdGenerator();
   const requestId = (given: string | string[] | undefined): string =>
@@ -91,6 +112,7 @@ export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTime
               if (!interceptor(req, res, handler)) handler(req, res);
             },
       );
+      closeUnusedConnectionsWhenIdleOnesClose(server);
       // Unknown Expect values: RFC 9110 lets us ignore them and answer the request normally.
       server.on('checkExpectation', handler);
       server.on('connect', (_req: IncomingMessage, socket: Duplex) =>

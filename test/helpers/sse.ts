@@ -37,7 +37,7 @@ export function parseFrame(block: string): SseFrame {
   return frame;
 }
 
-/** Opens a stream with node:http (a fetch aborted mid-body makes undici open a spare connection that holds the server's close). */
+/** Opens a stream with node:http (a fetch aborted mid-body makes undici open a spare connection: see src/http/instance.ts). */
 export async function openSse(url: string, key: string | undefined, headers: Record<string, string> = {}): Promise<SseStream> {
   const req = http.get(url, { headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers }, agent: false });
   const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
