@@ -98,5 +98,36 @@ for (const backend of backends) {
         assert.equal((res.body as { code: string }).code, 'unauthorized');
       }
     });
+
+    test('when a key restricted to pets:read connects, then it lists tools and reads, and a write is a tool error with insufficient_scope', async () => {
+      const app = await getApp();
+      const { accountId } = await app.createAccount();
+      const { key } = await app.services.apiKeys.create(accountId, undefined, { scopes: ['pets:read'] });
+      const client = await connect(app, key);
+      try {
+        assert.ok(((await client.listTools()) as { tools: Tool[] }).tools.length > 0);
+        assert.ok(!(await call(client, 'listPets')).isError);
+        const refused = await call(client, 'createPet', { body: { name: 'Rex', categoryId: 1 } });
+        assert.equal(refused.isError, true);
+        assert.match(refused.content[0]!.text, /"code":\s*"insufficient_scope"/);
+      } finally {
+        await client.close();
+      }
+    });
+  });
+
+  describe(`MCP at /mcp under the failed-authentication limit (${backend.name})`, () => {
+    const getApp = sharedApp({ backend, env: { ...env, PETSTORE_AUTH_FAILURE_LIMIT_BURST: '3', PETSTORE_AUTH_FAILURE_LIMIT_PER_SECOND: '0.01' } });
+
+    test('when an address keeps sending bad keys to /mcp, then after the burst it answers 429 rate_limited without a lookup', async () => {
+      const app = await getApp();
+      const body = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
+      const headers = { accept: 'application/json, text/event-stream' };
+      const statuses = [];
+      for (let i = 0; i < 4; i++) statuses.push((await app.request('POST', '/mcp', { key: `psk_live_nope${i}`, body, headers })).status);
+      assert.deepEqual(statuses, [401, 401, 401, 429]);
+      const res = await app.request('POST', '/mcp', { key: 'psk_live_nope', body, headers });
+      assert.equal((res.body as { code: string }).code, 'rate_limited');
+    });
   });
 }

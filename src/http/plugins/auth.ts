@@ -40,9 +40,14 @@ export const REQUIRED_SCOPE = 'x-required-scope';
 /** Spread into a route's schema: the scope its operation needs (the document states it, the auth hook enforces it). */
 export const requiresScope = (scope: Scope) => ({ [REQUIRED_SCOPE]: scope });
 
+const ANY_KEY = '*';
+
+/** Spread into a route's schema: any valid key may call it, since what it does is checked call by call (/mcp). */
+export const anyKey = { [REQUIRED_SCOPE]: ANY_KEY };
+
 /** The scope the matched route declares; undefined when it declares none (only full-access keys may call it). */
-function requiredScope(request: FastifyRequest): Scope | undefined {
-  return (request.routeOptions.schema as Record<string, Scope | undefined> | undefined)?.[REQUIRED_SCOPE];
+function requiredScope(request: FastifyRequest): Scope | typeof ANY_KEY | undefined {
+  return (request.routeOptions.schema as Record<string, Scope | typeof ANY_KEY | undefined> | undefined)?.[REQUIRED_SCOPE];
 }
 
 /**
@@ -56,7 +61,7 @@ export function authorize(request: FastifyRequest, auth: AuthContext): void {
     if (request.routeOptions.url === undefined) return; // no route: the 404 tells nothing
     throw new InsufficientScopeError(SCOPES.join(' '), 'This operation needs a full-access API key (one without scopes).');
   }
-  if ((auth.grants & SCOPE_BIT[scope]) === 0) throw new InsufficientScopeError(scope);
+  if (scope !== ANY_KEY && (auth.grants & SCOPE_BIT[scope]) === 0) throw new InsufficientScopeError(scope);
 }
 
 /** Counts failed authentications per client address (services/auth-failures.ts); metrics count its refusals. */

@@ -52,7 +52,7 @@ export const apiPlugin = definePlugin<{ clock: Clock; events: EventsConfig; wake
     app.addHook('onClose', () => eventWakeups.stop());
     await app.register(v1Routes, { services, clock, rateLimiter, authFailureLimit, metrics, wire, events });
     const documents = app.openApiDocuments;
-    mcpRoutes(app, { apiKeys: services.apiKeys, documents: () => documents.map((document) => document()) });
+    mcpRoutes(app, { apiKeys: services.apiKeys, authFailureLimit, documents: () => documents.map((document) => document()) });
   },
 );
 
