@@ -10,6 +10,7 @@
 // Figures go to t.diagnostic. Skipped, and says so, without patroni, etcd, haproxy or
 // PostgreSQL 15, unless PETSTORE_TEST_REQUIRE_PATRONI=1 (CI). About 90 s.
 import assert from 'node:assert/strict';
+import os from 'node:os';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
@@ -26,10 +27,16 @@ const CLIENTS = 16;
 const ACCOUNTS = 4;
 /** The issue's targets. */
 const UNPLANNED_MAX_MS = 15_000;
-// The issue's 3 s for a planned switchover is not met yet under CI's load (3.67 and 4.59 s there,
-// 1.33 s on a quieter run): asserted with PETSTORE_TEST_STRICT_FAILOVER=1; otherwise 10 s, which
-// still fails a switchover that stalls, and the measured window is printed either way.
-const PLANNED_MAX_MS = process.env.PETSTORE_TEST_STRICT_FAILOVER === '1' ? 3_000 : 10_000;
+// The issue's 3 s for a planned switchover (measured 1.22, 1.27 and 2.14 s in CI, where this suite
+// runs alone). On a machine oversubscribed three times over (other work beside the test) it has
+// stretched to 4.6 s: there the bound is 10 s, which still fails a switchover that stalls, and the
+// diagnostic says which bound applied. PETSTORE_TEST_STRICT_FAILOVER=1 asserts 3 s regardless.
+const PLANNED_TARGET_MS = 3_000;
+const plannedMaxMs = (): { ms: number; why: string } => {
+  const load = os.loadavg()[0]!;
+  if (process.env.PETSTORE_TEST_STRICT_FAILOVER === '1' || load <= os.cpus().length * 3) return { ms: PLANNED_TARGET_MS, why: `target; load ${load.toFixed(1)}` };
+  return { ms: 10_000, why: `relaxed: load ${load.toFixed(1)} on ${os.cpus().length} cores` };
+};
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const writesOk = (outcomes: Outcome[], since: number) => outcomes.some((o) => o.status >= 200 && o.status < 300 && o.startedAt >= since);
@@ -150,7 +157,7 @@ describe('PostgreSQL failover under load: Patroni (synchronous), HAProxy on /pri
     }
   });
 
-  test('planned: patronictl switchover under the same load: 503s for at most 3 s (strict) or 10 s (CI), nothing else failing, nothing lost or doubled', async (t) => {
+  test('planned: patronictl switchover under the same load: 503s for at most 3 s (10 s on an oversubscribed machine), nothing else failing, nothing lost or doubled', async (t) => {
     const before = await cluster.waitFor('a leader and a synchronous standby', healthy, 60_000);
     const leader = leaderOf(before)!;
     const candidate = before.find((m) => m.name !== leader)!.name;
@@ -170,12 +177,13 @@ describe('PostgreSQL failover under load: Patroni (synchronous), HAProxy on /pri
     const unexpected = load.unexpected();
     const window = refused.length === 0 ? 0 : Math.max(...refused.map((o) => o.endedAt)) - Math.min(...refused.map((o) => o.startedAt));
     const checked = await verify(load);
+    const bound = plannedMaxMs();
     t.diagnostic(
-      `planned: switchover ${leader} → ${candidate} (patronictl returned after ${seconds(took)}); 503s during ${seconds(window)}; ` +
+      `planned (bound ${bound.ms / 1000} s, ${bound.why}): switchover ${leader} → ${candidate} (patronictl returned after ${seconds(took)}); 503s during ${seconds(window)}; ` +
       `${load.outcomes.length} writes sent, ${refused.length} refused, ${unexpected.length} unexpected; ${checked.writes} acknowledged writes and ${checked.events} events checked`,
     );
     assert.deepEqual(unexpected.slice(0, 5), [], 'only 2xx, 409 idempotency_key_in_use and 503 service_unavailable, each with Retry-After');
-    assert.ok(window <= PLANNED_MAX_MS, `at most ${PLANNED_MAX_MS / 1000} s of 503s (${window} ms)`);
+    assert.ok(window <= bound.ms, `at most ${bound.ms / 1000} s of 503s (${window} ms; ${bound.why})`);
     assert.equal(leaderOf(await cluster.members()), candidate);
     assert.ok(checked.writes > 20, `the load wrote (${checked.writes})`);
   });
