@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// npm links the bins of dependencies into node_modules/.bin, never the project's own: without
-// this link `npx petstore` first copies the whole project into npx's cache (14–27 s, silent).
+// `npx petstore` from this folder runs node_modules/.bin/petstore, which this links to our CLI:
+// npm links only dependencies' bins there. package.json declares no `bin` on purpose: npm 11's
+// exec, seeing the folder's own package declare the command, installs a copy of the whole
+// project into its cache first and runs that (13 s, silent, at every fresh clone).
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

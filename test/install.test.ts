@@ -2,7 +2,9 @@
 // lockfile installs accepts the Node lines package.json supports), and `npx petstore` running
 // the project's own bin at once (not a copy of the project made in npx's cache first).
 import assert from 'node:assert/strict';
-import { realpathSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, realpathSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import semver from 'semver';
@@ -21,4 +23,15 @@ test('when the lockfile is read, then every package accepts the running Node and
 
 test('when npm ci has run, then node_modules/.bin/petstore is the project\'s own bin (npx finds it without copying the project)', () => {
   assert.equal(realpathSync(path.join('node_modules', '.bin', 'petstore')), realpathSync(path.join('bin', 'petstore.js')));
+});
+
+test('when `npx petstore --help` runs in this folder, then it runs the linked bin at once: nothing is installed into npx\'s cache', (t) => {
+  const cache = mkdtempSync(path.join(os.tmpdir(), 'petstore-npx-cache-'));
+  t.after(() => rmSync(cache, { recursive: true, force: true }));
+  // An empty npm cache: a copy of the project (what npm 11 makes when the folder's package.json
+  // declares the command as its bin) would appear under <cache>/_npx.
+  const run = spawnSync('npx', ['--offline', 'petstore', '--help'], { encoding: 'utf8', env: { ...process.env, npm_config_cache: cache }, timeout: 60_000 });
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stdout, /^Usage: petstore/);
+  assert.equal(existsSync(path.join(cache, '_npx')), false, 'npx installed the project into its cache');
 });
