@@ -92,6 +92,23 @@ describe('developer portal layout in Chromium', { skip: browserSkip }, () => {
     }
   });
 
+  test('when the webhooks guide is read, then no event kind or data field breaks across lines, at 1 280 px and as cards at 390 px', async () => {
+    for (const width of WIDTHS) {
+      const page = await open('/docs/webhooks', width);
+      try {
+        // An inline element broken across lines has one client rect per line.
+        const broken = await page.evaluate<string[]>(
+          "[...document.querySelectorAll('table.event-kinds td:first-child code, table.event-kinds td:last-child code')].filter((c) => c.getClientRects().length > 1).map((c) => c.textContent)",
+        );
+        assert.deepEqual(broken, [], `at ${width} px`);
+        const description = (await page.locator('table.event-kinds tr#pet\\.updated td').nth(1).boundingBox())!;
+        assert.ok(description.width >= (width === 390 ? 300 : 350), `what happened is ${description.width} px wide at ${width} px`);
+      } finally {
+        await page.close();
+      }
+    }
+  });
+
   test('when the errors page is read, then its explanation column is the widest at 1 280 px and each code is one readable card at 390 px', async () => {
     const wide = await open('/docs/errors', 1280);
     const narrow = await open('/docs/errors', 390);
