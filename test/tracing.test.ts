@@ -174,13 +174,19 @@ async function fastPathAnswers(serve: ServerProcess): Promise<number> {
   return Number(/^petstore_fast_path_responses_total (\d+)$/m.exec(text)?.[1] ?? 0);
 }
 
-/** A port nobody listens on (bound, then closed). */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
+/** A collector that takes connections and never answers: each export waits out its timeout, so spans queue up behind it. */
+async function silentCollector(): Promise<{ port: number; close: () => Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => sockets.add(socket));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  return {
+    port,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 describe('tracing switches (sqlite)', () => {
@@ -215,8 +221,11 @@ describe('tracing switches (sqlite)', () => {
   });
 
   test('when the collector is down, then requests are unaffected and the lost spans are counted, within a bounded queue', async () => {
-    const port = await closedPort();
-    const { serve, key } = await start({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_BSP_MAX_QUEUE_SIZE: '16', OTEL_EXPORTER_OTLP_TIMEOUT: '500' });
+    // Silent rather than refusing: one export at a time, each held 500 ms, so the queue of 16 overflows
+    // however slowly the machine serves the 40 requests (a refused export drained it at once).
+    const collector = await silentCollector();
+    cleanup.push(collector.close);
+    const { serve, key } = await start({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collector.port}`, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_BSP_MAX_QUEUE_SIZE: '16', OTEL_EXPORTER_OTLP_TIMEOUT: '500' });
     const started = Date.now();
     const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: `P${i}`, categoryId: 1 } })));
     assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([201]));

@@ -20,6 +20,9 @@ import { startApp, type TestApp } from '../helpers/app.js';
 import { type Backend, backends, sqliteBackend } from '../helpers/backends.js';
 import { type Received, registerEndpoint, startReceiver, WEBHOOK_ENV } from '../helpers/webhooks.js';
 
+/** The CLI's config for a test database: a 10 s connect timeout, as the suites' apps have (CI's busy cores took over 2 s). */
+const cliConfig = (env: Record<string, string>) => loadConfig({ PETSTORE_PG_CONNECT_TIMEOUT_MS: '10000', ...env });
+
 const K1 = newSecretKey();
 const K2 = newSecretKey();
 const id = (key: string) => secretKeyFrom(key)!.id;
@@ -127,7 +130,7 @@ for (const backend of backends) {
       t.after(() => plainStore.close());
       const endpoint = await plainEndpoint(before, plainStore, key, receiver.url);
       assert.ok(databaseCopy(backend, database.url).includes(endpoint.secret), 'stored plain: the check below can fail');
-      const config = loadConfig({ PETSTORE_DATABASE_URL: database.url, PETSTORE_SECRET_KEY: K1 });
+      const config = cliConfig({ PETSTORE_DATABASE_URL: database.url, PETSTORE_SECRET_KEY: K1 });
       const first = await runSecretsCommand('secrets seal', config);
       assert.deepEqual([first.code, first.value], [0, { resealed: 1, unopenable: [], compacted: true }]);
       assert.equal((await runSecretsCommand('secrets seal', config)).text.split('\n')[0], 'Sealed the secrets of 0 webhook endpoint(s).', 'once');
@@ -153,7 +156,7 @@ for (const backend of backends) {
         }
       })();
       await sleep(200);
-      const rotation = await runSecretsCommand('secrets rotate-key', loadConfig({ PETSTORE_DATABASE_URL: database.url, PETSTORE_SECRET_KEY: K2, PETSTORE_SECRET_KEY_PREVIOUS: K1 }));
+      const rotation = await runSecretsCommand('secrets rotate-key', cliConfig({ PETSTORE_DATABASE_URL: database.url, PETSTORE_SECRET_KEY: K2, PETSTORE_SECRET_KEY_PREVIOUS: K1 }));
       await sleep(200);
       creating = false;
       await creates;
@@ -174,7 +177,7 @@ for (const backend of backends) {
       assert.equal(receiver.received.length, pets.total * 3);
       verifyAll(receiver.received, endpoints.map((e) => e.secret));
       // The old key alone no longer opens anything.
-      const oldOnly = await runSecretsCommand('secrets rotate-key', loadConfig({ PETSTORE_DATABASE_URL: database.url, PETSTORE_SECRET_KEY: K1 }));
+      const oldOnly = await runSecretsCommand('secrets rotate-key', cliConfig({ PETSTORE_DATABASE_URL: database.url, PETSTORE_SECRET_KEY: K1 }));
       assert.deepEqual([oldOnly.code, (oldOnly.value as { unopenable: string[] }).unopenable.length], [1, 3]);
     });
 
@@ -213,7 +216,7 @@ describe('the embedded default\'s key file', () => {
   it('when no key is set on SQLite, then a key file is made beside the database (mode 0600) on first start and used again at the next', async (t) => {
     const database = await sqliteBackend.createDatabase();
     t.after(() => database.drop());
-    const first = await createStore(loadConfig({ PETSTORE_DATABASE_URL: database.url }));
+    const first = await createStore(cliConfig({ PETSTORE_DATABASE_URL: database.url }));
     const file = keyFileOf(database.url);
     assert.equal(statSync(file).mode & 0o777, 0o600);
     await first.migrate();
@@ -221,7 +224,7 @@ describe('the embedded default\'s key file', () => {
     await first.webhooks.createEndpoint(account.id, { id: 'we_keyfile', url: 'https://example.com/h', eventMask: -1, description: undefined, secret: 'whsec_kf', createdAt: new Date().toISOString() }, 16);
     await first.close();
     const [row] = await (async () => {
-      const again = await createStore(loadConfig({ PETSTORE_DATABASE_URL: database.url }));
+      const again = await createStore(cliConfig({ PETSTORE_DATABASE_URL: database.url }));
       t.after(() => again.close());
       return again.db.all<{ secret: string; secret_key_id: string }>('SELECT secret, secret_key_id FROM webhook_endpoints');
     })();
