@@ -126,7 +126,7 @@ for (const backend of backends) {
       const { receiver, url, writer: before } = await writerApp(t, backend, {});
       const database = { url };
       const { key } = await before.createAccount();
-      const plainStore = backend.name === 'sqlite' ? createSqliteStore(database.url) : await createStore(storeConfig(database.url));
+      const plainStore = backend.name === 'sqlite' ? createSqliteStore(database.url) : await createStore(storeConfig(database.url, { pgConnectTimeoutMs: 10_000 }));
       t.after(() => plainStore.close());
       const endpoint = await plainEndpoint(before, plainStore, key, receiver.url);
       assert.ok(databaseCopy(backend, database.url).includes(endpoint.secret), 'stored plain: the check below can fail');
