@@ -13,6 +13,8 @@ import type { Account, ApiKeyRecord, Store } from '../src/store/types.js';
 import { type Backend, type BackendDatabase, backends, postgresAdminUrl, withPostgresAdmin } from './helpers/backends.js';
 import { createPet } from './helpers/store.js';
 import { storeConfig } from './helpers/store-config.js';
+import { silentServer } from './helpers/silent-server.js';
+import { loadConfig } from '../src/config.js';
 
 const POOL_MAX = 4;
 const T0 = '2024-05-01T12:00:00.000Z';
@@ -546,6 +548,47 @@ for (const backend of backends) {
       });
     });
 
+    describe('transactions', () => {
+      const setting = (tx: Pick<Store['db'], 'get'>, key: string) => tx.get<{ value: string }>('SELECT value FROM settings WHERE key = ?', [key]);
+
+      it('when a transaction issues statements together and all succeed, then each gets its own answer and all are kept', async (t) => {
+        const store = await migratedStore(t, backend);
+        const answers = await store.db.transaction((tx) =>
+          Promise.all([
+            tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['a', '1']),
+            tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['b', '2']),
+            tx.get<{ value: string }>('SELECT value FROM settings WHERE key = ?', ['a']),
+          ]),
+        );
+        assert.deepEqual(answers, [1, 1, { value: '1' }]);
+        assert.deepEqual([await setting(store.db, 'a'), await setting(store.db, 'b')], [{ value: '1' }, { value: '2' }]);
+      });
+
+      it('when one of the statements issued together fails, then the transaction rejects, keeps nothing, and the next one commits', async (t) => {
+        const store = await migratedStore(t, backend);
+        await assert.rejects(
+          store.db.transaction((tx) =>
+            Promise.all([
+              tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['kept-not', '1']),
+              tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['kept-not', '2']), // the same primary key
+              tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['after', '3']),
+            ]),
+          ),
+        );
+        assert.equal(await setting(store.db, 'kept-not'), undefined);
+        assert.equal(await setting(store.db, 'after'), undefined);
+        await store.db.transaction((tx) => tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['next', '4']));
+        assert.deepEqual(await setting(store.db, 'next'), { value: '4' });
+      });
+
+      it('when the work fails before its first statement, then nothing is kept and the store goes on', async (t) => {
+        const store = await migratedStore(t, backend);
+        await assert.rejects(store.db.transaction(async () => Promise.reject(new Error('decided against it'))), /decided against it/);
+        await store.db.transaction((tx) => tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['then', '1']));
+        assert.deepEqual(await setting(store.db, 'then'), { value: '1' });
+      });
+    });
+
     if (backend.name === 'postgres') {
       describe('outages', () => {
         it('when an admin terminates the store connections, then calls succeed or throw StoreUnavailableError, and succeed again afterwards', async (t) => {
@@ -586,18 +629,26 @@ for (const backend of backends) {
 
         // The timeout turns a missing connect timeout (a hang) into a failure.
         it('when the server accepts connections but never answers, then calls fail with StoreUnavailableError after the connect timeout', { timeout: 10_000 }, async (t) => {
-          const held = new Set<net.Socket>();
-          const server = net.createServer((socket) => {
-            held.add(socket);
-            socket.on('error', () => {});
-          });
-          const port = await listen(server, 0);
-          t.after(() => closeServer(server, held));
-          const store = await storeThroughPort(t, backend, postgresAdminUrl!, port);
+          const silent = await silentServer();
+          t.after(() => silent.close());
+          const store = await storeThroughPort(t, backend, postgresAdminUrl!, silent.port);
           const started = Date.now();
           await assert.rejects(store.ping(), isUnavailable);
           const elapsed = Date.now() - started;
           assert.ok(elapsed < 5000, `took ${elapsed} ms`);
+        });
+
+        it('when it never answers and PETSTORE_PG_CONNECT_TIMEOUT_MS is set, then calls fail after that timeout, not the 2 s default', async (t) => {
+          const silent = await silentServer();
+          t.after(() => silent.close());
+          const config = loadConfig({ PETSTORE_DATABASE_URL: `postgres://postgres@127.0.0.1:${silent.port}/nothing`, PETSTORE_PG_CONNECT_TIMEOUT_MS: '300' });
+          assert.equal(config.database.pgConnectTimeoutMs, 300);
+          const store = await createStore(config);
+          t.after(() => store.close());
+          const started = Date.now();
+          await assert.rejects(store.ping(), isUnavailable);
+          const waited = Date.now() - started;
+          assert.ok(waited >= 250 && waited < 1900, `failed after ${waited} ms`);
         });
 
         it('when the connection drops and the server comes back, then calls throw StoreUnavailableError and then succeed without a restart', async (t) => {

@@ -3,7 +3,6 @@
 // PostgreSQL), a real webhook receiver, and the W3C traceparent in and out.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backends, sqliteBackend } from './helpers/backends.js';
@@ -11,6 +10,7 @@ import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './helpe
 import { createAccountWithKey, httpRequest, type ServerProcess, startServerProcess } from './helpers/process.js';
 import { type Receiver, startReceiver } from './helpers/receiver.js';
 import { registerEndpoint, WEBHOOK_ENV } from './helpers/webhooks.js';
+import { silentServer } from './helpers/silent-server.js';
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 /** A sampled traceparent of a fresh trace: [header, trace id, parent span id]. */
@@ -174,21 +174,6 @@ async function fastPathAnswers(serve: ServerProcess): Promise<number> {
   return Number(/^petstore_fast_path_responses_total (\d+)$/m.exec(text)?.[1] ?? 0);
 }
 
-/** A collector that takes connections and never answers: each export waits out its timeout, so spans queue up behind it. */
-async function silentCollector(): Promise<{ port: number; close: () => Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => sockets.add(socket));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  return {
-    port,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
 describe('tracing switches (sqlite)', () => {
   let otlp: OtlpReceiver;
   const cleanup: Array<() => Promise<unknown>> = [];
@@ -223,7 +208,7 @@ describe('tracing switches (sqlite)', () => {
   test('when the collector is down, then requests are unaffected and the lost spans are counted, within a bounded queue', async () => {
     // Silent rather than refusing: one export at a time, each held 500 ms, so the queue of 16 overflows
     // however slowly the machine serves the 40 requests (a refused export drained it at once).
-    const collector = await silentCollector();
+    const collector = await silentServer();
     cleanup.push(collector.close);
     const { serve, key } = await start({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collector.port}`, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_BSP_MAX_QUEUE_SIZE: '16', OTEL_EXPORTER_OTLP_TIMEOUT: '500' });
     const started = Date.now();

@@ -20,6 +20,7 @@ import type { Store } from '../../src/store/types.js';
 import { type Backend, sqliteBackend } from './backends.js';
 import { createOpenApiChecker, type OpenApiDocument } from './openapi.js';
 import { checkServedResponses, type ServedResponses } from './served-responses.js';
+import { TEST_PG_CONNECT_TIMEOUT_MS } from './connect-timeout.js';
 
 export interface RequestOptions {
   key?: string | undefined;
@@ -71,9 +72,7 @@ export async function startApp(t: TestContext | { after(fn: () => unknown): void
   const config = loadConfig({
     PETSTORE_DATABASE_URL: options.databaseUrl ?? database!.url,
     PETSTORE_LOG_LEVEL: 'info',
-    // CI runs four suites at once on 2 cores: opening a connection there has taken over the
-    // default 2 s. Suites about outages set their own.
-    PETSTORE_PG_CONNECT_TIMEOUT_MS: '10000',
+    PETSTORE_PG_CONNECT_TIMEOUT_MS: TEST_PG_CONNECT_TIMEOUT_MS,
     PORT: '0',
     ...options.env,
   });

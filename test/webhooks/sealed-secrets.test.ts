@@ -19,9 +19,10 @@ import { keyFileOf, keyFromFile, PLAIN_TEXT_WARNING } from '../../src/webhooks/s
 import { startApp, type TestApp } from '../helpers/app.js';
 import { type Backend, backends, sqliteBackend } from '../helpers/backends.js';
 import { type Received, registerEndpoint, startReceiver, WEBHOOK_ENV } from '../helpers/webhooks.js';
+import { TEST_PG_CONNECT_TIMEOUT_MS } from '../helpers/connect-timeout.js';
 
 /** The CLI's config for a test database: a 10 s connect timeout, as the suites' apps have (CI's busy cores took over 2 s). */
-const cliConfig = (env: Record<string, string>) => loadConfig({ PETSTORE_PG_CONNECT_TIMEOUT_MS: '10000', ...env });
+const cliConfig = (env: Record<string, string>) => loadConfig({ PETSTORE_PG_CONNECT_TIMEOUT_MS: TEST_PG_CONNECT_TIMEOUT_MS, ...env });
 
 const K1 = newSecretKey();
 const K2 = newSecretKey();
