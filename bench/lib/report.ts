@@ -115,7 +115,7 @@ export function markdownTable(rows: Row[]): string {
       r.scenario,
       r.connections,
       fmtInt(r.load.reqPerSec),
-      r.ratio === undefined ? 'n/a' : `${r.ratio.toFixed(2)}×`,
+      r.ratio === undefined ? 'n/a' : `${r.ratio.toFixed(3)}×`,
       fmtMs(r.load.latencyMs.p50),
       fmtMs(r.load.latencyMs.p99),
       fmtMs(r.load.latencyMs.max),
