@@ -140,7 +140,10 @@ export function openPostgres(url: string, options: PostgresOptions): PostgresDat
     // A 201 promises the pet is on disk: never inherit synchronous_commit=off from the server or role.
     options: '-c synchronous_commit=on',
   };
-  const pool = new pg.Pool({ ...connection, max: options.poolMax });
+  // Pipeline mode: a statement goes out as soon as it is issued, not after the answer to the one
+  // before. A transaction's BEGIN leaves with its first statement, and statements it issues
+  // together (Promise.all) leave together; code that awaits each statement is unchanged.
+  const pool = new pg.Pool({ ...connection, max: options.poolMax, pipeline: true } as pg.PoolConfig);
   const lanes = options.pipelineConnections ?? 1;
   const pipeline: Pipeline | undefined = lanes > 0 ? createPipeline(connection, lanes) : undefined;
   // An idle client whose connection dies is already removed by the pool; without a listener
@@ -194,6 +197,20 @@ export function checkOut(pool: pg.Pool, onError: (error: Error) => void): Promis
 }
 
 /**
+ * Sends `sql` in the same write as the statements issued after it in this tick (the client is
+ * in pipeline mode: none waits for the answer before it). Its failure is the caller's to await;
+ * until then it is not an unhandled rejection.
+ */
+function sendWithNext(client: PoolClient, sql: string): Promise<unknown> {
+  const stream = (client as unknown as { connection: { stream: { cork(): void; uncork(): void } } }).connection.stream;
+  stream.cork();
+  process.nextTick(() => stream.uncork());
+  const sent = client.query(sql);
+  sent.catch(() => {});
+  return sent;
+}
+
+/**
  * BEGIN … COMMIT on one pooled client; ROLLBACK when `work` throws. A client whose connection
  * failed (or that a demoted primary refuses writes on) is destroyed, not returned to the pool.
  * A connection lost during COMMIT leaves its outcome unknown: CommitOutcomeUnknownError.
@@ -205,8 +222,9 @@ async function inTransaction<T>(pool: pg.Pool, work: (tx: Sql) => Promise<T>): P
   try {
     let result: T;
     try {
-      await client.query('BEGIN');
+      const begun = sendWithNext(client, 'BEGIN');
       result = await work(onClient(client));
+      await begun;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {
         broken = true;
