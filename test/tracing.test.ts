@@ -205,6 +205,26 @@ describe('tracing switches (sqlite)', () => {
     assert.equal(otlp.spans.filter((s) => s.resource['service.name'] === 'petstore-off').length, 0);
   });
 
+  test('when the sampler drops a request (parent-based, its traceparent unsampled), then nothing of it is exported: no hook, statement, Redis or batch span, no trace of its own; a sampled one beside it is whole', async () => {
+    const redis = process.env.PETSTORE_TEST_REDIS_URL ? { PETSTORE_REDIS_URL: process.env.PETSTORE_TEST_REDIS_URL } : {};
+    const { serve, key } = await start({ ...TRACE_ENV(otlp, 'http/json'), OTEL_SERVICE_NAME: 'petstore-ratio', OTEL_BSP_SCHEDULE_DELAY: '50', ...redis });
+    const [, dropped] = traceparent();
+    const unsampled = `00-${dropped}-${hex(8)}-00`;
+    // Several at once: they share group-commit batches, as a sampled one may too.
+    const [header, kept] = traceparent();
+    const answers = await Promise.all([
+      ...Array.from({ length: 6 }, (_, i) => httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: `D${i}`, categoryId: 1 }, headers: { traceparent: unsampled } })),
+      httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: 'Kept', categoryId: 1 }, headers: { traceparent: header } }),
+      httpRequest(serve.url, 'GET', '/v1/pets?limit=5', { key, headers: { traceparent: unsampled } }),
+    ]);
+    assert.deepEqual(answers.map((a) => a.status), [201, 201, 201, 201, 201, 201, 201, 200]);
+    await otlp.waitFor((s) => s.traceId === kept && s.name === 'POST /v1/pets');
+    await sleep(300);
+    const mine = otlp.spans.filter((s) => s.resource['service.name'] === 'petstore-ratio');
+    assert.deepEqual([...new Set(mine.map((s) => s.traceId))], [kept], `traces: ${mine.map((s) => `${s.traceId.slice(0, 6)} ${s.name}`).join(', ')}`);
+    assert.ok(mine.some((s) => s.name.startsWith('INSERT') || s.name === 'group commit'), 'the sampled create has its store spans');
+  });
+
   test('when the collector is down, then requests are unaffected and the lost spans are counted, within a bounded queue', async () => {
     // Silent rather than refusing: one export at a time, each held 500 ms, so the queue of 16 overflows
     // however slowly the machine serves the 40 requests (a refused export drained it at once).

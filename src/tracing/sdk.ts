@@ -9,7 +9,7 @@ import { ExportResultCode } from '@opentelemetry/core';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { serverSpanOf } from './server-span.js';
-import { within } from './spans.js';
+import { activeSampled, within } from './spans.js';
 import { tracedDatabase, tracedSql } from './sql.js';
 import type { StoredTrace, TracingHooks } from './switch.js';
 
@@ -91,7 +91,7 @@ export function createTracing(env: NodeJS.ProcessEnv): TracingHooks {
     serverSpan: (req, res) => serverSpanOf(tracer, req, res),
     traceparent() {
       // Only a sampled request's context is worth storing: a link to a dropped trace leads nowhere.
-      if (trace.getActiveSpan()?.isRecording() !== true) return undefined;
+      if (activeSampled() !== true) return undefined;
       const carrier: Record<string, string> = {};
       propagation.inject(context.active(), carrier);
       return carrier.traceparent;
@@ -99,9 +99,17 @@ export function createTracing(env: NodeJS.ProcessEnv): TracingHooks {
     setAccount(accountId) {
       trace.getActiveSpan()?.setAttribute('petstore.account_id', accountId);
     },
-    capture: () => trace.getActiveSpan()?.spanContext(),
-    inSpan: (name, links, attributes, work, kind) =>
-      within(tracer.startSpan(name, { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes, links: linksOf(links) }), work),
+    // Only a sampled request is worth linking to (as traceparent() above).
+    capture: () => (activeSampled() === true ? trace.getActiveSpan()!.spanContext() : undefined),
+    inSpan(name, links, attributes, work, kind) {
+      const linked = linksOf(links);
+      const options = { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes, links: linked };
+      if (activeSampled() === true) return within(tracer.startSpan(name, options), work);
+      // Outside a sampled request (one the sampler dropped runs with none active): with nothing
+      // sampled to link to, no span; else it joins the first linked request's trace (a batch).
+      if (linked.length === 0) return work();
+      return within(tracer.startSpan(name, options, trace.setSpanContext(ROOT_CONTEXT, linked[0]!.context)), work);
+    },
     clientSpan(name, linked, attributes, headers, work, outcome) {
       const link = storedContext(linked);
       const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes, links: link ? [{ context: link }] : [] }, causedBy(link));

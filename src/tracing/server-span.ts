@@ -21,20 +21,16 @@ const pathOf = (url: string | undefined) => {
 export function serverSpanOf(tracer: Tracer, req: IncomingMessage, res: ServerResponse): ServerSpan {
   const parent = propagation.extract(ROOT_CONTEXT, req.headers, headerGetter);
   const method = req.method ?? 'GET';
-  const host = req.headers.host ?? '';
-  const colon = host.lastIndexOf(':');
-  const attributes: Record<string, string | number> = {
-    'http.request.method': method,
-    'url.path': pathOf(req.url),
-    'url.scheme': 'http',
-    'server.address': colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host,
-    'network.protocol.version': req.httpVersion,
-  };
-  if (colon > 0) attributes['server.port'] = Number(host.slice(colon + 1));
-  const agent = req.headers['user-agent'];
-  if (agent !== undefined) attributes['user_agent.original'] = agent;
-  if (req.socket.remoteAddress !== undefined) attributes['client.address'] = req.socket.remoteAddress;
-  const span = tracer.startSpan(method, { kind: SpanKind.SERVER, attributes }, parent);
+  const span = tracer.startSpan(method, { kind: SpanKind.SERVER }, parent);
+  const ids = { trace_id: span.spanContext().traceId, span_id: span.spanContext().spanId };
+  // Dropped by the sampler (most requests at a low ratio): nothing to record, but its context is
+  // entered all the same, so that nothing under it starts a trace of its own (sdk.ts, sql.ts and
+  // the Fastify instrumentation's ignorePaths see a span that does not record, and add none).
+  if (!span.isRecording()) {
+    const dropped = trace.setSpan(parent, span);
+    return { run: (fn) => context.with(dropped, fn), setRoute() {}, setAccount() {}, end() {}, ids, sampled: false };
+  }
+  span.setAttributes(requestAttributes(req, method));
   // The RPC metadata says an HTTP server span exists: @fastify/otel's request span is then internal (one server span per request).
   const active = setRPCMetadata(trace.setSpan(parent, span), { type: RPCType.HTTP, span });
   let route: string | undefined;
@@ -62,7 +58,25 @@ export function serverSpanOf(tracer: Tracer, req: IncomingMessage, res: ServerRe
     },
     setAccount: (accountId) => span.setAttribute('petstore.account_id', accountId),
     end,
-    ids: { trace_id: span.spanContext().traceId, span_id: span.spanContext().spanId },
+    ids,
     sampled: (span.spanContext().traceFlags & 1) === 1,
   };
+}
+
+/** The request's attributes per the stable HTTP semantic conventions (the built-in samplers read none of them). */
+function requestAttributes(req: IncomingMessage, method: string): Record<string, string | number> {
+  const host = req.headers.host ?? '';
+  const colon = host.lastIndexOf(':');
+  const attributes: Record<string, string | number> = {
+    'http.request.method': method,
+    'url.path': pathOf(req.url),
+    'url.scheme': 'http',
+    'server.address': colon > 0 && !host.endsWith(']') ? host.slice(0, colon) : host,
+    'network.protocol.version': req.httpVersion,
+  };
+  if (colon > 0) attributes['server.port'] = Number(host.slice(colon + 1));
+  const agent = req.headers['user-agent'];
+  if (agent !== undefined) attributes['user_agent.original'] = agent;
+  if (req.socket.remoteAddress !== undefined) attributes['client.address'] = req.socket.remoteAddress;
+  return attributes;
 }

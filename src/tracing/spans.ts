@@ -1,6 +1,6 @@
 // How every span of ours runs its work: as the active span while it runs, ended when the work
 // settles, with an error status and the error's type (a code or a class, never its message).
-import { context, type Span, SpanStatusCode, trace } from '@opentelemetry/api';
+import { context, type Span, SpanStatusCode, trace, TraceFlags } from '@opentelemetry/api';
 
 function errorType(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
@@ -32,4 +32,14 @@ export function within<T>(span: Span, work: () => Promise<T>): Promise<T> {
     result = Promise.reject(error);
   }
   return endWith(span, result);
+}
+
+/**
+ * Whether the active span belongs to a trace the sampler kept (its flag, not isRecording(): a
+ * span that has ended, such as a callback hook's whose continuation runs in its context, no
+ * longer records, yet its trace is kept). Undefined when no span is active.
+ */
+export function activeSampled(): boolean | undefined {
+  const span = trace.getActiveSpan();
+  return span === undefined ? undefined : (span.spanContext().traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED;
 }

@@ -2,8 +2,8 @@
 // database, a transaction's statements, the hot reads). Attributes per the database semantic
 // conventions: the system, the operation and the table, taken from the statement's text
 // (once per text); never the parameters' values.
-import { context, SpanKind, trace, type Tracer } from '@opentelemetry/api';
-import { within } from './spans.js';
+import { SpanKind, type Tracer } from '@opentelemetry/api';
+import { activeSampled, within } from './spans.js';
 import type { Params, Sql, SqlDatabase } from '../store/core/sql.js';
 
 interface Described {
@@ -57,7 +57,7 @@ function spanner(tracer: Tracer, system: 'sqlite' | 'postgresql'): Spanner {
   };
   return <T>(text: string, call: () => Promise<T>, fixed?: string): Promise<T> => {
     // Outside a trace (the workers' polls) or in one the sampler dropped: no span per statement.
-    if (trace.getSpan(context.active())?.isRecording() !== true) return call();
+    if (activeSampled() !== true) return call();
     const { name, attributes } = describe(text, fixed);
     return within(tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }), call);
   };

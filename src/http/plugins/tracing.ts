@@ -11,9 +11,14 @@ const pathOf = (url: string) => {
 };
 
 export async function registerTracing(app: App): Promise<void> {
-  const { FastifyOtelInstrumentation } = await import('@fastify/otel');
+  const [{ FastifyOtelInstrumentation }, { activeSampled }] = await Promise.all([import('@fastify/otel'), import('../../tracing/spans.js')]);
   const instrumentation = new FastifyOtelInstrumentation({
     registerOnInitialization: false,
+    // No spans for the hooks and handler of a request the sampler dropped (its server span is
+    // active, unsampled): they would be dropped too, after costing a span and a context each.
+    // Where the context is lost (after the body is read) the instrumentation uses the request's
+    // own, and its spans follow the sampling decision. Nothing is active when a route is added.
+    ignorePaths: () => activeSampled() === false,
     // url.path is the path: a query may carry what does not belong in a trace (a cursor, a mistyped key).
     requestHook: (span, request) => span.setAttribute('url.path', pathOf(request.url)),
   });
