@@ -40,7 +40,8 @@ for run in "${runs[@]}"; do
     db="$work/$name.db"
   fi
   # Under callgrind a connection takes far longer to open than the default 2 s allows.
-  export PETSTORE_DATABASE_URL=$db PETSTORE_LOG_LEVEL=warn PETSTORE_PG_CONNECT_TIMEOUT_MS=120000
+  export PETSTORE_DATABASE_URL=$db PETSTORE_LOG_LEVEL=warn PETSTORE_PG_CONNECT_TIMEOUT_MS=120000 \
+    PETSTORE_RATE_LIMIT_PER_SECOND=1000000 PETSTORE_RATE_LIMIT_BURST=1000000
   node "$root/bin/petstore.js" migrate >/dev/null
   account=$(node "$root/bin/petstore.js" accounts create --name bench --json | node -pe 'JSON.parse(require("fs").readFileSync(0)).id')
   key=$(node "$root/bin/petstore.js" keys create --account "$account" ${scopes:+--scopes "$scopes"} --json | node -pe 'JSON.parse(require("fs").readFileSync(0)).key')
