@@ -206,7 +206,7 @@ describe('tracing switches (sqlite)', () => {
   });
 
   test('when the sampler drops a request (parent-based, its traceparent unsampled), then nothing of it is exported: no hook, statement, Redis or batch span, no trace of its own; a sampled one beside it is whole', async () => {
-    const redis = process.env.PETSTORE_TEST_REDIS_URL ? { PETSTORE_REDIS_URL: process.env.PETSTORE_TEST_REDIS_URL } : {};
+    const redis: Record<string, string> = process.env.PETSTORE_TEST_REDIS_URL ? { PETSTORE_REDIS_URL: process.env.PETSTORE_TEST_REDIS_URL } : {};
     const { serve, key } = await start({ ...TRACE_ENV(otlp, 'http/json'), OTEL_SERVICE_NAME: 'petstore-ratio', OTEL_BSP_SCHEDULE_DELAY: '50', ...redis });
     const [, dropped] = traceparent();
     const unsampled = `00-${dropped}-${hex(8)}-00`;
