@@ -102,13 +102,13 @@ export function createTracing(env: NodeJS.ProcessEnv): TracingHooks {
     // Only a sampled request is worth linking to (as traceparent() above).
     capture: () => (activeSampled() === true ? trace.getActiveSpan()!.spanContext() : undefined),
     inSpan(name, links, attributes, work, kind) {
+      const sampled = activeSampled() === true;
       const linked = linksOf(links);
-      const options = { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes, links: linked };
-      if (activeSampled() === true) return within(tracer.startSpan(name, options), work);
-      // Outside a sampled request (one the sampler dropped runs with none active): with nothing
-      // sampled to link to, no span; else it joins the first linked request's trace (a batch).
-      if (linked.length === 0) return work();
-      return within(tracer.startSpan(name, options, trace.setSpanContext(ROOT_CONTEXT, linked[0]!.context)), work);
+      // Outside a sampled request (under one the sampler dropped, or none): with nothing sampled
+      // to link to, no span; else it joins the first linked request's trace (a batch).
+      if (!sampled && linked.length === 0) return work();
+      const parent = sampled ? context.active() : trace.setSpanContext(ROOT_CONTEXT, linked[0]!.context);
+      return within(tracer.startSpan(name, { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes, links: linked }, parent), work);
     },
     clientSpan(name, linked, attributes, headers, work, outcome) {
       const link = storedContext(linked);

@@ -35,11 +35,14 @@ export function within<T>(span: Span, work: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Whether the active span belongs to a trace the sampler kept (its flag, not isRecording(): a
- * span that has ended, such as a callback hook's whose continuation runs in its context, no
- * longer records, yet its trace is kept). Undefined when no span is active.
+ * Whether the span's trace is one the sampler kept: its flag, not isRecording() (a span that has
+ * ended, such as a callback hook's whose continuation runs in its context, no longer records, yet
+ * its trace is kept).
  */
+export const isSampled = (span: Span): boolean => (span.spanContext().traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED;
+
+/** Whether the active span's trace is sampled; undefined when no span is active. */
 export function activeSampled(): boolean | undefined {
   const span = trace.getActiveSpan();
-  return span === undefined ? undefined : (span.spanContext().traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED;
+  return span === undefined ? undefined : isSampled(span);
 }
