@@ -581,6 +581,59 @@ for (const backend of backends) {
         assert.deepEqual(await setting(store.db, 'next'), { value: '4' });
       });
 
+      // SQLite runs each statement as it is issued: one issued later is simply run.
+      const late = backend.name === 'postgres' ? 'refused' : 'kept';
+      it(`when the work says its last statements are issued, then they are kept, and a statement issued after them is ${late}`, async (t) => {
+        const store = await migratedStore(t, backend);
+        const answers = await store.db.transaction(async (tx) => {
+          const writes = Promise.all([
+            tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['last-a', '1']),
+            tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['last-b', '2']),
+          ]);
+          tx.lastStatementsIssued();
+          const after = tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['late', '3']);
+          if (late === 'refused') await assert.rejects(after, /issued after lastStatementsIssued/);
+          else assert.equal(await after, 1);
+          return writes;
+        });
+        assert.deepEqual(answers, [1, 1]);
+        assert.deepEqual([await setting(store.db, 'last-a'), await setting(store.db, 'last-b')], [{ value: '1' }, { value: '2' }]);
+        assert.deepEqual(await setting(store.db, 'late'), late === 'refused' ? undefined : { value: '3' });
+      });
+
+      it('when one of the last statements fails, then the transaction rejects with its error, keeps nothing, and the next one commits', async (t) => {
+        const store = await migratedStore(t, backend);
+        await assert.rejects(
+          store.db.transaction(async (tx) => {
+            await tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['first', '1']);
+            const writes = Promise.all([
+              tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['dup', '1']),
+              tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['dup', '2']), // the same primary key
+            ]);
+            tx.lastStatementsIssued();
+            return writes;
+          }),
+          (error: Error) => /duplicate key|UNIQUE constraint/.test(error.message),
+        );
+        assert.deepEqual([await setting(store.db, 'first'), await setting(store.db, 'dup')], [undefined, undefined]);
+        await store.db.transaction((tx) => tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['next', '4']));
+        assert.deepEqual(await setting(store.db, 'next'), { value: '4' });
+      });
+
+      if (backend.name === 'postgres') {
+        it('when the work swallows a failed statement, then the transaction rejects: PostgreSQL rolled it back', async (t) => {
+          const store = await migratedStore(t, backend);
+          await assert.rejects(
+            store.db.transaction(async (tx) => {
+              await tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['swallowed', '1']);
+              await tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['swallowed', '2']).catch(() => 0);
+            }),
+            /rolled the transaction back \(COMMIT answered ROLLBACK\)/,
+          );
+          assert.equal(await setting(store.db, 'swallowed'), undefined);
+        });
+      }
+
       it('when the work fails before its first statement, then nothing is kept and the store goes on', async (t) => {
         const store = await migratedStore(t, backend);
         await assert.rejects(store.db.transaction(async () => Promise.reject(new Error('decided against it'))), /decided against it/);

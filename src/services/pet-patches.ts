@@ -5,7 +5,7 @@
 import { hash } from 'node:crypto';
 import { NotFoundError, PetHasOpenOrderError, PreconditionFailedError } from '../errors.js';
 import type { Pet, PetStatus } from '../schemas/index.js';
-import type { Sql } from '../store/core/sql.js';
+import type { Transaction } from '../store/core/sql.js';
 import type { EventRepository, NewEvent } from '../store/events.js';
 import type { OrderRepository } from '../store/orders.js';
 import type { PetRepository } from '../store/pets.js';
@@ -105,7 +105,7 @@ function decide(items: readonly PatchItem[], locked: Map<number, Pet>, placed: S
 }
 
 /** Applies the batch in `tx`: per account, one lock, one order check, one update, one append of its events. */
-export async function applyPatches(tx: Sql, deps: PatchDeps, items: readonly PatchItem[]): Promise<{ results: Array<Pet | Error>; recorded: NewEvent[] }> {
+export async function applyPatches(tx: Transaction, deps: PatchDeps, items: readonly PatchItem[]): Promise<{ results: Array<Pet | Error>; recorded: NewEvent[] }> {
   const results = new Array<Pet | Error>(items.length);
   const accounts = [...new Set(items.map((item) => item.accountId))].sort();
   const outcomes: Array<[string, AccountOutcome, number[]]> = [];
@@ -118,13 +118,17 @@ export async function applyPatches(tx: Sql, deps: PatchDeps, items: readonly Pat
     const placed = await deps.orders.placedAmong(tx, accountId, [...new Set(statusIds)]);
     outcomes.push([accountId, decide(mine, locked, placed), indexes]);
   }
-  const recorded: NewEvent[] = [];
-  for (const [accountId, outcome, indexes] of outcomes) {
-    // Neither needs the other's answer: issued together, they cost one round trip on PostgreSQL.
-    await Promise.all([
+  // Every write of the batch issued at once, then COMMIT with them: on PostgreSQL one round trip.
+  const writes = outcomes.map(([accountId, outcome, indexes]) =>
+    Promise.all([
       deps.pets.updateMany(tx, accountId, outcome.changes),
       outcome.recorded.length > 0 ? deps.events.append(tx, accountId, outcome.recorded, items[indexes[0]!]!.at) : undefined,
-    ]);
+    ]),
+  );
+  tx.lastStatementsIssued();
+  await Promise.all(writes);
+  const recorded: NewEvent[] = [];
+  for (const [, outcome, indexes] of outcomes) {
     recorded.push(...outcome.recorded);
     indexes.forEach((itemIndex, k) => (results[itemIndex] = outcome.results[k]!));
   }

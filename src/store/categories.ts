@@ -57,16 +57,19 @@ const COLUMNS = 'id, name, pet_count';
  * call are distinct (account, category) pairs (see categoryCounts in pets.ts).
  */
 export async function adjustCategories(tx: Sql, counts: readonly CategoryCount[]): Promise<void> {
-  for (const { accountId, categoryId, count } of counts) {
-    if (count < 0) {
-      await tx.run('UPDATE categories SET pet_count = pet_count + ? WHERE account_id = ? AND id = ?', [count, accountId, categoryId]);
-    } else if (count > 0) {
-      await tx.run(
-        'INSERT INTO categories (account_id, id, pet_count) VALUES (?, ?, ?) ON CONFLICT (account_id, id) DO UPDATE SET pet_count = categories.pet_count + excluded.pet_count',
-        [accountId, categoryId, count],
-      );
-    }
-  }
+  // Issued at once, in the order given (which is the order their rows are locked in).
+  await Promise.all(
+    counts.map(({ accountId, categoryId, count }) =>
+      count < 0
+        ? tx.run('UPDATE categories SET pet_count = pet_count + ? WHERE account_id = ? AND id = ?', [count, accountId, categoryId])
+        : count > 0
+          ? tx.run(
+              'INSERT INTO categories (account_id, id, pet_count) VALUES (?, ?, ?) ON CONFLICT (account_id, id) DO UPDATE SET pet_count = categories.pet_count + excluded.pet_count',
+              [accountId, categoryId, count],
+            )
+          : undefined,
+    ),
+  );
 }
 
 export function createCategoryRepository(db: SqlDatabase, dialect: Dialect): CategoryRepository {

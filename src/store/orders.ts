@@ -2,7 +2,8 @@
 // (which moves exist, what they do to the pet) is the service's (src/services/orders.ts); a
 // repository reads and writes rows, the writes inside the transaction the service opens.
 import type { Order, OrderStatus } from '../schemas/index.js';
-import { placeholders, type Sql } from './core/sql.js';
+import type { Sql } from './core/sql.js';
+import type { Dialect } from './core/dialect.js';
 
 export interface ListOrdersQuery {
   accountId: string;
@@ -48,13 +49,13 @@ export interface OrderRepository {
 }
 
 /** OrderRepository.placedAmong, the same SQL on both backends. */
-export async function placedOrdersAmong(tx: Sql, accountId: string, petIds: readonly number[]): Promise<Set<number>> {
-  if (petIds.length === 0) return new Set();
-  const rows = await tx.all<{ pet_id: number }>(
-    `SELECT pet_id FROM orders WHERE account_id = ? AND status = 'placed' AND pet_id IN (${placeholders(petIds.length)})`,
-    [accountId, ...petIds],
-  );
-  return new Set(rows.map((row) => Number(row.pet_id)));
+export function placedOrdersAmong(dialect: Dialect): OrderRepository['placedAmong'] {
+  return async (tx, accountId, petIds) => {
+    if (petIds.length === 0) return new Set();
+    const among = dialect.anyId('pet_id', petIds);
+    const rows = await tx.all<{ pet_id: number }>(`SELECT pet_id FROM orders WHERE account_id = ? AND status = 'placed' AND ${among.sql}`, [accountId, ...among.params]);
+    return new Set(rows.map((row) => Number(row.pet_id)));
+  };
 }
 
 /** OrderRepository.hasPlaced, the same SQL on both backends (orders_one_placed_per_pet serves it). */

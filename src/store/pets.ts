@@ -4,7 +4,7 @@ import { petCreatedEvent } from '../services/domain-events.js';
 import type { Dialect } from './core/dialect.js';
 import { createGroupCommit } from './core/group-commit.js';
 import { hooks as tracingHooks } from '../tracing/switch.js';
-import { placeholders, type Sql, type SqlDatabase } from './core/sql.js';
+import type { Sql, SqlDatabase } from './core/sql.js';
 import { adjustCategories, type CategoryCount } from './categories.js';
 import type { EventRepository } from './events.js';
 
@@ -190,13 +190,16 @@ async function updatePets(tx: Sql, accountId: string, changes: ReadonlyArray<{ b
     categoryMoves.length > 0 && 'category_id',
     statusMoves.length > 0 && 'status',
   ] as const).filter((column): column is PetColumn => column !== false);
-  if (columns.length > 0) await backend.writeColumns(tx, accountId, columns, changes.map(({ after }) => after));
+  // Issued at once, in this order (PostgreSQL runs them as issued): one write of the batch.
+  const writes: Array<Promise<void>> = [];
+  if (columns.length > 0) writes.push(backend.writeColumns(tx, accountId, columns, changes.map(({ after }) => after)));
   // The account's row before any category's, as creates and deletes take them: otherwise two
   // changes can each hold what the other waits for (PostgreSQL aborts one: deadlock detected).
   if (statusMoves.length > 0 || categoryMoves.length > 0) {
-    await adjustInventory(tx, accountId, inventoryDelta(statusMoves.map((c) => c.after.status), statusMoves.map((c) => c.before.status)), categoryMoves.length > 0);
+    writes.push(adjustInventory(tx, accountId, inventoryDelta(statusMoves.map((c) => c.after.status), statusMoves.map((c) => c.before.status)), categoryMoves.length > 0));
   }
-  if (categoryMoves.length > 0) await adjustCategories(tx, netCategoryCounts(accountId, categoryMoves));
+  if (categoryMoves.length > 0) writes.push(adjustCategories(tx, netCategoryCounts(accountId, categoryMoves)));
+  await Promise.all(writes);
   for (const { after } of changes) backend.wrote?.(accountId, after.id);
 }
 
@@ -286,10 +289,11 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
     async lockMany(tx, accountId, ids) {
       const sorted = [...new Set(ids)].sort((a, b) => a - b);
       // Ascending ids: concurrent batches lock shared pets in one order (no deadlock).
-      const rows = await tx.all<PetRow>(
-        `SELECT ${PET_COLUMNS} FROM pets WHERE account_id = ? AND id IN (${placeholders(sorted.length)}) AND ${live} ORDER BY id${dialect.forUpdate}`,
-        [accountId, ...sorted],
-      );
+      const among = dialect.anyId('id', sorted);
+      const rows = await tx.all<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE account_id = ? AND ${among.sql} AND ${live} ORDER BY id${dialect.forUpdate}`, [
+        accountId,
+        ...among.params,
+      ]);
       return new Map(rows.map((row) => [row.id, toPet(row)]));
     },
     updateMany: (tx, accountId, changes) => updatePets(tx, accountId, changes, backend),

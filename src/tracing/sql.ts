@@ -4,7 +4,7 @@
 // (once per text); never the parameters' values.
 import { SpanKind, type Tracer } from '@opentelemetry/api';
 import { activeSampled, within } from './spans.js';
-import type { Params, Sql, SqlDatabase } from '../store/core/sql.js';
+import type { Params, Sql, SqlDatabase, Transaction } from '../store/core/sql.js';
 
 interface Described {
   name: string;
@@ -76,11 +76,12 @@ export function tracedSql(tracer: Tracer, sql: Sql, system: 'sqlite' | 'postgres
 /** The database with every statement traced: its own, its hot reads, its named writes, and its transactions' (a span each). */
 export function tracedDatabase<D extends SqlDatabase>(tracer: Tracer, db: D, system: 'sqlite' | 'postgresql'): D {
   const span = spanner(tracer, system);
-  const traced: Record<string, unknown> = {
+  const traced: Pick<SqlDatabase, keyof Sql | 'read' | 'readArrays' | 'transaction'> & { prepared?: unknown } = {
     ...statements(span, db),
     read: <R>(name: string, text: string, params: readonly unknown[]) => span(text, () => db.read<R>(name, text, params)),
     readArrays: (name: string, text: string, params: readonly unknown[]) => span(text, () => db.readArrays(name, text, params)),
-    transaction: <T>(work: (tx: Sql) => Promise<T>) => span('\0transaction', () => db.transaction((tx) => work(statements(span, tx))), 'transaction'),
+    transaction: <T>(work: (tx: Transaction) => Promise<T>) =>
+      span('\0transaction', () => db.transaction((tx) => work({ ...statements(span, tx), lastStatementsIssued: () => tx.lastStatementsIssued() })), 'transaction'),
   };
   const prepared = (db as { prepared?: (name: string, text: string, values: readonly unknown[]) => Promise<unknown[]> }).prepared;
   if (prepared) traced.prepared = (name: string, text: string, values: readonly unknown[]) => span(text, () => prepared.call(db, name, text, values));

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { inspect } from 'node:util';
 import { type NewPet, type Pet, Petstore, type PetStatus } from '@petstore/client';
-import type { Sql } from '../../src/store/core/sql.js';
+import type { Transaction } from '../../src/store/core/sql.js';
 import type { Store } from '../../src/store/types.js';
 import { sharedApp, type TestApp } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
@@ -154,7 +154,7 @@ for (const backend of backends) {
       let entered = () => {};
       const inside = new Promise<void>((resolve) => (entered = resolve));
       // Holds the first create inside the server, after its key was claimed: a real in-flight request.
-      store.db.transaction = async <T>(work: (tx: Sql) => Promise<T>): Promise<T> => {
+      store.db.transaction = async <T>(work: (tx: Transaction) => Promise<T>): Promise<T> => {
         if (armed) {
           armed = false;
           entered();

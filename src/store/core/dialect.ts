@@ -20,11 +20,19 @@ export interface Dialect {
   inList(column: string): string;
   /** The parameter value for inList. */
   list(values: readonly string[]): unknown;
+  /**
+   * True when `column` is one of `count` ids, and the parameters that say which: PostgreSQL
+   * takes one bigint[] (one statement text, prepared and planned once, whatever the count);
+   * SQLite an `IN (?, ?, …)` list, the fastest there (each text is one cached statement).
+   */
+  anyId(column: string, ids: readonly number[]): { sql: string; params: unknown[] };
   /** A LIMIT parameter that sets no limit. */
   readonly noLimit: number | null;
   /** The driver's error for a row that a unique index refused. */
   isUniqueViolation(error: unknown): boolean;
 }
+
+import { placeholders } from './sql.js';
 
 const codeOf = (error: unknown): unknown => (error as { code?: unknown } | null)?.code;
 
@@ -37,6 +45,7 @@ export const sqliteDialect: Dialect = {
   int: (expression) => expression,
   inList: (column) => `${column} IN (SELECT value FROM json_each(?))`,
   list: (values) => JSON.stringify(values),
+  anyId: (column, ids) => ({ sql: `${column} IN (${placeholders(ids.length)})`, params: [...ids] }),
   noLimit: -1,
   isUniqueViolation: (error) => codeOf(error) === 'SQLITE_CONSTRAINT_UNIQUE' || codeOf(error) === 'SQLITE_CONSTRAINT_PRIMARYKEY',
 };
@@ -50,6 +59,7 @@ export const postgresDialect: Dialect = {
   int: (expression) => `(${expression})::int`,
   inList: (column) => `${column} = ANY(?::text[])`,
   list: (values) => values,
+  anyId: (column, ids) => ({ sql: `${column} = ANY(?::bigint[])`, params: [ids] }),
   noLimit: null,
   isUniqueViolation: (error) => codeOf(error) === '23505',
 };

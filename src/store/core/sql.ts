@@ -14,6 +14,17 @@ export interface Sql {
   run(sql: string, params?: Params): Promise<number>;
 }
 
+/** A transaction's statements. */
+export interface Transaction extends Sql {
+  /**
+   * Says the work issues no statement after those it has issued: PostgreSQL sends COMMIT with
+   * them (one round trip fewer), and a failed one among them makes it a rollback. The work's
+   * outcome is then its statements': it must not throw for any other reason. PostgreSQL refuses
+   * a statement issued after it. SQLite, whose statements have run when issued, ignores it.
+   */
+  lastStatementsIssued(): void;
+}
+
 export interface SqlDatabase extends Sql {
   readonly dialect: 'sqlite' | 'postgres';
   /**
@@ -28,7 +39,7 @@ export interface SqlDatabase extends Sql {
    * SQLite takes the write lock first (BEGIN IMMEDIATE); PostgreSQL runs it on one pooled
    * connection (rows it reads and means to change, it locks with FOR UPDATE).
    */
-  transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T>;
+  transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;

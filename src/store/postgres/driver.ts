@@ -3,7 +3,7 @@
 // layer answers 503), and the pool replaces dead connections by itself once the server is back.
 import pg, { type CustomTypesConfig, type PoolClient, type QueryResultRow } from 'pg';
 import { CommitOutcomeUnknownError, StoreUnavailableError } from '../errors.js';
-import type { Params, Sql, SqlDatabase } from '../core/sql.js';
+import type { Params, Sql, SqlDatabase, Transaction } from '../core/sql.js';
 import { createPipeline, type Pipeline } from './pipeline.js';
 import { hooks as tracing } from '../../tracing/switch.js';
 
@@ -196,53 +196,124 @@ export function checkOut(pool: pg.Pool, onError: (error: Error) => void): Promis
   });
 }
 
+type Corkable = { connection: { stream: { cork(): void; uncork(): void } } };
+const corked = new WeakSet<PoolClient>();
+
 /**
- * Sends `sql` in the same write as the statements issued after it in this tick (the client is
- * in pipeline mode: none waits for the answer before it). Its failure is the caller's to await;
- * until then it is not an unhandled rejection.
+ * Holds the client's writes until the end of this tick: the statements a transaction issues
+ * together (the client is in pipeline mode: none waits for the answer to the one before) leave
+ * in one write, and PostgreSQL wakes once for them.
  */
-function sendWithNext(client: PoolClient, sql: string): Promise<unknown> {
-  const stream = (client as unknown as { connection: { stream: { cork(): void; uncork(): void } } }).connection.stream;
+function corkTick(client: PoolClient): void {
+  if (corked.has(client)) return;
+  const stream = (client as unknown as Corkable).connection.stream;
+  corked.add(client);
   stream.cork();
-  process.nextTick(() => stream.uncork());
+  process.nextTick(() => {
+    corked.delete(client);
+    stream.uncork();
+  });
+}
+
+/** Sends `sql` with the statements issued after it in this tick; its failure is the caller's to await. */
+function sendEarly(client: PoolClient, sql: string): Promise<pg.QueryResult> {
+  corkTick(client);
   const sent = client.query(sql);
   sent.catch(() => {});
   return sent;
 }
 
 /**
+ * A transaction's statements through `sql`; `last` runs once, on lastStatementsIssued(). A
+ * statement issued after it is refused: it would leave after the COMMIT.
+ */
+function transactionOf(sql: Sql, last: () => void = () => {}): Transaction {
+  let done = false;
+  const open = () => (done ? Promise.reject(new Error('a statement was issued after lastStatementsIssued()')) : undefined);
+  return {
+    all: (text, params) => open() ?? sql.all(text, params),
+    get: (text, params) => open() ?? sql.get(text, params),
+    run: (text, params) => open() ?? sql.run(text, params),
+    lastStatementsIssued: () => {
+      if (!done) last();
+      done = true;
+    },
+  };
+}
+
+/** A transaction's statements on its client, each held to leave with those of the same tick. */
+function inTransactionOn(client: PoolClient, sendCommit: () => void): Transaction {
+  const sql = onClient(client);
+  const held = <T>(send: () => Promise<T>): Promise<T> => {
+    corkTick(client);
+    return send();
+  };
+  return transactionOf(
+    {
+      all: (text, params) => held(() => sql.all(text, params)),
+      get: (text, params) => held(() => sql.get(text, params)),
+      run: (text, params) => held(() => sql.run(text, params)),
+    },
+    sendCommit,
+  );
+}
+
+/** COMMIT's answer: on a transaction a failed statement aborted, PostgreSQL answers ROLLBACK, not an error. */
+function committed(result: pg.QueryResult): void {
+  if (result.command !== 'COMMIT') throw new Error(`PostgreSQL rolled the transaction back (COMMIT answered ${result.command})`);
+}
+
+/** A COMMIT that failed on a lost connection may have committed, unless pg never sent it. */
+const outcomeUnknown = (error: unknown): boolean => isConnectionError(error) && !(error as Error).message.startsWith(NOT_QUERYABLE);
+
+/**
  * BEGIN … COMMIT on one pooled client; ROLLBACK when `work` throws. A client whose connection
  * failed (or that a demoted primary refuses writes on) is destroyed, not returned to the pool.
- * A connection lost during COMMIT leaves its outcome unknown: CommitOutcomeUnknownError.
+ * A connection lost once COMMIT has left leaves the outcome unknown: CommitOutcomeUnknownError.
  */
-async function inTransaction<T>(pool: pg.Pool, work: (tx: Sql) => Promise<T>): Promise<T> {
+async function inTransaction<T>(pool: pg.Pool, work: (tx: Transaction) => Promise<T>): Promise<T> {
   const ignore = () => {};
   const client = await checkOut(pool, ignore);
   let broken = false;
+  // Sent early by lastStatementsIssued(), with the work's last statements.
+  let commit: Promise<pg.QueryResult> | undefined;
   try {
     let result: T;
     try {
-      const begun = sendWithNext(client, 'BEGIN');
-      result = await work(onClient(client));
+      const begun = sendEarly(client, 'BEGIN');
+      result = await work(inTransactionOn(client, () => (commit = sendEarly(client, 'COMMIT'))));
       await begun;
     } catch (error) {
+      broken = isConnectionError(error);
+      if (commit) await earlyCommitFailed(commit, error);
       await client.query('ROLLBACK').catch(() => {
         broken = true;
       });
-      broken ||= isConnectionError(error);
       throw error;
     }
     try {
-      await client.query('COMMIT');
+      committed(await (commit ?? client.query('COMMIT')));
     } catch (error) {
       broken = isConnectionError(error);
-      // pg refuses to send on a connection it already knows is broken: then COMMIT never left.
-      if (!broken || (error as Error).message.startsWith(NOT_QUERYABLE)) throw error;
-      throw new CommitOutcomeUnknownError(`PostgreSQL connection lost during COMMIT: ${(error as Error).message}`, { cause: error });
+      if (outcomeUnknown(error)) throw new CommitOutcomeUnknownError(`PostgreSQL connection lost during COMMIT: ${(error as Error).message}`, { cause: error });
+      throw error;
     }
     return result;
   } finally {
     client.off('error', ignore);
     client.release(broken);
+  }
+}
+
+/**
+ * The work failed after its COMMIT left. A failed statement made the COMMIT a rollback: the
+ * work's error stands. A lost connection leaves the outcome unknown; a COMMIT that went through
+ * means the work threw after its last statement, which it must not.
+ */
+async function earlyCommitFailed(commit: Promise<pg.QueryResult>, error: unknown): Promise<void> {
+  const answer = await commit.then((result) => result.command, (failure: unknown) => failure);
+  if (answer === 'COMMIT') throw new Error('the transaction committed, then its work failed', { cause: error });
+  if (outcomeUnknown(error) || outcomeUnknown(answer)) {
+    throw new CommitOutcomeUnknownError(`PostgreSQL connection lost during COMMIT: ${(error as Error).message}`, { cause: error });
   }
 }

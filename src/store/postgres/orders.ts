@@ -3,6 +3,7 @@
 import type { Sql } from '../core/sql.js';
 import { hasPlacedOrder, placedOrdersAmong, ORDER_COLUMNS, type OrderRepository, type OrderRow, toOrder } from '../orders.js';
 import type { PostgresDatabase } from './driver.js';
+import { postgresDialect } from '../core/dialect.js';
 
 export function createPostgresOrders(db: PostgresDatabase): OrderRepository {
   const byId = async (sql: Sql, accountId: string, id: number, lock = '') => {
@@ -41,7 +42,7 @@ export function createPostgresOrders(db: PostgresDatabase): OrderRepository {
     lock: (tx, accountId, id) => byId(tx, accountId, id, ' FOR UPDATE'),
 
     hasPlaced: hasPlacedOrder,
-    placedAmong: placedOrdersAmong,
+    placedAmong: placedOrdersAmong(postgresDialect),
 
     async setStatus(tx, accountId, id, from, to, updatedAt) {
       const row = await tx.get<OrderRow>(

@@ -4,7 +4,7 @@
 // with events on, each account's pet.created events as one row of the log (a run): one round
 // trip and one commit for the whole batch.
 import type { Pet } from '../../schemas/index.js';
-import { type PetBackend, toPet } from '../pets.js';
+import { type PetBackend, type PetColumn, toPet } from '../pets.js';
 import { petRunParams } from '../event-log.js';
 import type { PostgresDatabase } from './driver.js';
 import { petRunsInsertSql } from './events.js';
@@ -65,19 +65,16 @@ const WITHOUT_EVENTS = `
   ${CATEGORIES}
   ${RESULT}`;
 
-/** A row of typed parameters for writeColumns' VALUES list. */
-const TYPED_ROW = '(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT))';
+/** writeColumns' statement for these columns: one text per column set, whatever the number of pets. */
+const writeColumnsSql = (columns: readonly PetColumn[]) =>
+  `UPDATE pets SET ${columns.map((column) => `${column} = u.${column}`).join(', ')} ` +
+  'FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS u (id, name, category_id, status) WHERE pets.account_id = $1 AND pets.id = u.id';
 
 export function postgresPetBatches(db: PostgresDatabase, events: boolean): PetBackend {
   return {
-    // One statement (one round trip) joining the pets to a VALUES list by primary key.
+    // One statement (one round trip) joining the pets to their new values by primary key.
     async writeColumns(tx, accountId, columns, pets) {
-      const values = pets.flatMap((pet) => [pet.id, pet.name, pet.categoryId, pet.status ?? null]);
-      await tx.run(
-        `WITH u (id, name, category_id, status) AS (VALUES ${Array(pets.length).fill(TYPED_ROW).join(', ')}) ` +
-          `UPDATE pets SET ${columns.map((column) => `${column} = u.${column}`).join(', ')} FROM u WHERE pets.account_id = ? AND pets.id = u.id`,
-        [...values, accountId],
-      );
+      await tx.run(writeColumnsSql(columns), [accountId, pets.map((pet) => pet.id), pets.map((pet) => pet.name), pets.map((pet) => pet.categoryId), pets.map((pet) => pet.status ?? null)]);
     },
     async writeBatch(batch) {
       const rows = await db.prepared<{ account_id: string; base: number }>('create_pets', events ? WITH_EVENTS : WITHOUT_EVENTS, [

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../errors.js';
-import type { Params, Sql, SqlDatabase } from '../core/sql.js';
+import type { Params, Sql, SqlDatabase, Transaction } from '../core/sql.js';
 import { hooks as tracing } from '../../tracing/switch.js';
 
 // Failures that mean "the database cannot serve now" (locked past the busy timeout, disk full or
@@ -79,6 +79,9 @@ export function openSqlite(url: string): SqliteDatabase {
     run: async (sql: string, params?: Params) => statement<unknown[], never>(sql).run(...bind(params)).changes,
   };
 
+  // Each statement has run by the time it is issued: nothing to send with the COMMIT.
+  const transactional: Transaction = { ...direct, lastStatementsIssued: () => {} };
+
   // The open transaction, if any: other statements wait for it to end. Whoever waited checks
   // again in the same step it goes on in (`while`, not `if`): a transaction begun by another
   // waiter meanwhile would otherwise be joined.
@@ -93,14 +96,14 @@ export function openSqlite(url: string): SqliteDatabase {
     }
   };
 
-  const transaction = async <T>(work: (tx: Sql) => Promise<T>): Promise<T> => {
+  const transaction = async <T>(work: (tx: Transaction) => Promise<T>): Promise<T> => {
     while (busy) await busy;
     let release!: () => void;
     busy = new Promise((resolve) => (release = resolve));
     try {
       statement('BEGIN IMMEDIATE').run();
       try {
-        const result = await work(direct);
+        const result = await work(transactional);
         statement('COMMIT').run();
         return result;
       } catch (error) {

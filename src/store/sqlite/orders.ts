@@ -4,6 +4,7 @@ import type { Sql } from '../core/sql.js';
 import { hasPlacedOrder, placedOrdersAmong, ORDER_COLUMNS, type OrderRepository, type OrderRow, toOrder } from '../orders.js';
 import { nextIds } from '../accounts.js';
 import type { SqliteDatabase } from './driver.js';
+import { sqliteDialect } from '../core/dialect.js';
 
 const BY_ID = `SELECT ${ORDER_COLUMNS} FROM orders WHERE account_id = ? AND id = ?`;
 
@@ -39,7 +40,7 @@ export function createSqliteOrders(db: SqliteDatabase): OrderRepository {
     // The transaction's write lock is the lock.
     lock: (tx, accountId, id) => byId(tx, accountId, id),
     hasPlaced: hasPlacedOrder,
-    placedAmong: placedOrdersAmong,
+    placedAmong: placedOrdersAmong(sqliteDialect),
 
     async setStatus(tx, accountId, id, from, to, updatedAt) {
       const row = await tx.get<OrderRow>(
