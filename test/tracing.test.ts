@@ -101,6 +101,8 @@ for (const backend of backends) {
       const statements = below.filter((s) => s.attributes['db.system.name'] === system && s.kind === CLIENT && s.attributes['db.operation.name'] !== undefined);
       assert.ok(statements.length > 0, `statement spans under the server span: ${below.map((s) => s.name).join(', ')}`);
       for (const s of statements) assert.equal(s.name, `${s.attributes['db.operation.name']}${s.attributes['db.collection.name'] ? ` ${s.attributes['db.collection.name']}` : ''}`);
+      // @fastify/otel wired the route: its handler's span is in the request's trace.
+      assert.ok(below.some((s) => s.attributes['fastify.type'] === 'request-handler'), `the handler's span under the server span: ${below.map((s) => s.name).join(', ')}`);
 
       const everything = JSON.stringify(otlp.spans);
       assert.ok(!everything.includes(account.key), 'the API key is in no span');

@@ -24,13 +24,11 @@ export function serverSpanOf(tracer: Tracer, req: IncomingMessage, res: ServerRe
   const method = req.method ?? 'GET';
   const span = tracer.startSpan(method, { kind: SpanKind.SERVER }, parent);
   const ids = { trace_id: span.spanContext().traceId, span_id: span.spanContext().spanId };
-  // Dropped by the sampler (most requests at a low ratio): nothing to record, but its context is
-  // entered all the same, so that nothing under it starts a trace of its own (sdk.ts, sql.ts and
-  // the Fastify instrumentation's ignorePaths see an unsampled span, and add none).
-  if (!isSampled(span)) {
-    const dropped = trace.setSpan(parent, span);
-    return { run: (fn) => context.with(dropped, fn), setRoute() {}, setAccount() {}, end() {}, ids, sampled: false };
-  }
+  // Dropped by the sampler (most requests at a low ratio): nothing to record, and no context to
+  // enter either (entering one costs more than the rest of the span). Nothing under it starts a
+  // trace of its own: sdk.ts, sql.ts and the Fastify instrumentation's ignorePaths add spans
+  // only under a sampled one. Its log line still names its ids (core.ts reads them from here).
+  if (!isSampled(span)) return { run: (fn) => fn(), setRoute() {}, setAccount() {}, end() {}, ids, sampled: false };
   span.setAttributes(requestAttributes(req, method));
   // The RPC metadata says an HTTP server span exists: @fastify/otel's request span is then internal (one server span per request).
   const active = setRPCMetadata(trace.setSpan(parent, span), { type: RPCType.HTTP, span });

@@ -14,11 +14,12 @@ export async function registerTracing(app: App): Promise<void> {
   const [{ FastifyOtelInstrumentation }, { activeSampled }] = await Promise.all([import('@fastify/otel'), import('../../tracing/spans.js')]);
   const instrumentation = new FastifyOtelInstrumentation({
     registerOnInitialization: false,
-    // No spans for the hooks and handler of a request the sampler dropped (its server span is
-    // active, unsampled): they would be dropped too, after costing a span and a context each.
-    // Where the context is lost (after the body is read) the instrumentation uses the request's
-    // own, and its spans follow the sampling decision. Nothing is active when a route is added.
-    ignorePaths: () => activeSampled() === false,
+    // Spans for the hooks and handler only under a sampled server span (instance.ts starts one
+    // for every request, and enters its context only when sampled): a dropped request's would be
+    // dropped too, after costing a span and a context each. Where the context is lost (after the
+    // body is read) the instrumentation uses the request's own, and its spans follow the sampling
+    // decision. It is also asked when a route is added (its options carry the handler): never then.
+    ignorePaths: (route) => !('handler' in route) && activeSampled() !== true,
     // url.path is the path: a query may carry what does not belong in a trace (a cursor, a mistyped key).
     requestHook: (span, request) => span.setAttribute('url.path', pathOf(request.url)),
   });
