@@ -14,6 +14,9 @@ export async function registerTracing(app: App): Promise<void> {
   const [{ FastifyOtelInstrumentation }, { activeSampled }] = await Promise.all([import('@fastify/otel'), import('../../tracing/spans.js')]);
   const instrumentation = new FastifyOtelInstrumentation({
     registerOnInitialization: false,
+    // The request and handler spans only, not one per lifecycle hook: a request passes ~15 hooks,
+    // and each wrapped one costs every request (sampled or not) the instrumentation's checks.
+    instrumentHooks: false,
     // Spans for the hooks and handler only under a sampled server span (instance.ts starts one
     // for every request, and enters its context only when sampled): a dropped request's would be
     // dropped too, after costing a span and a context each. Where the context is lost (after the
