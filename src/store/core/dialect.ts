@@ -1,5 +1,6 @@
 // What SQL must say differently on SQLite and PostgreSQL, named once (Kysely's DialectAdapter
 // idea): repositories write the rest of their SQL once, for both.
+import { placeholders } from './sql.js';
 
 export interface Dialect {
   readonly name: 'sqlite' | 'postgres';
@@ -21,7 +22,7 @@ export interface Dialect {
   /** The parameter value for inList. */
   list(values: readonly string[]): unknown;
   /**
-   * True when `column` is one of `count` ids, and the parameters that say which: PostgreSQL
+   * True when `column` is one of `ids`, and the parameters that say which: PostgreSQL
    * takes one bigint[] (one statement text, prepared and planned once, whatever the count);
    * SQLite an `IN (?, ?, …)` list, the fastest there (each text is one cached statement).
    */
@@ -31,8 +32,6 @@ export interface Dialect {
   /** The driver's error for a row that a unique index refused. */
   isUniqueViolation(error: unknown): boolean;
 }
-
-import { placeholders } from './sql.js';
 
 const codeOf = (error: unknown): unknown => (error as { code?: unknown } | null)?.code;
 

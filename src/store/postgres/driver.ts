@@ -224,38 +224,27 @@ function sendEarly(client: PoolClient, sql: string): Promise<pg.QueryResult> {
 }
 
 /**
- * A transaction's statements through `sql`; `last` runs once, on lastStatementsIssued(). A
- * statement issued after it is refused: it would leave after the COMMIT.
+ * A transaction's statements on its client, each held to leave with those of the same tick.
+ * `sendCommit` runs once, on lastStatementsIssued(); a statement issued after it is refused:
+ * it would leave after the COMMIT, outside the transaction.
  */
-function transactionOf(sql: Sql, last: () => void = () => {}): Transaction {
-  let done = false;
-  const open = () => (done ? Promise.reject(new Error('a statement was issued after lastStatementsIssued()')) : undefined);
-  return {
-    all: (text, params) => open() ?? sql.all(text, params),
-    get: (text, params) => open() ?? sql.get(text, params),
-    run: (text, params) => open() ?? sql.run(text, params),
-    lastStatementsIssued: () => {
-      if (!done) last();
-      done = true;
-    },
-  };
-}
-
-/** A transaction's statements on its client, each held to leave with those of the same tick. */
 function inTransactionOn(client: PoolClient, sendCommit: () => void): Transaction {
   const sql = onClient(client);
-  const held = <T>(send: () => Promise<T>): Promise<T> => {
+  let last = false;
+  const send = <T>(statement: () => Promise<T>): Promise<T> => {
+    if (last) return Promise.reject(new Error('a statement was issued after lastStatementsIssued()'));
     corkTick(client);
-    return send();
+    return statement();
   };
-  return transactionOf(
-    {
-      all: (text, params) => held(() => sql.all(text, params)),
-      get: (text, params) => held(() => sql.get(text, params)),
-      run: (text, params) => held(() => sql.run(text, params)),
+  return {
+    all: (text, params) => send(() => sql.all(text, params)),
+    get: (text, params) => send(() => sql.get(text, params)),
+    run: (text, params) => send(() => sql.run(text, params)),
+    lastStatementsIssued: () => {
+      if (!last) sendCommit();
+      last = true;
     },
-    sendCommit,
-  );
+  };
 }
 
 /** COMMIT's answer: on a transaction a failed statement aborted, PostgreSQL answers ROLLBACK, not an error. */
