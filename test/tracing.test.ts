@@ -4,6 +4,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { ROOT_CONTEXT, SamplingDecision } from '@opentelemetry/api';
+import { TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backends, sqliteBackend } from './helpers/backends.js';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './helpers/otlp-receiver.js';
@@ -225,6 +227,37 @@ describe('tracing switches (sqlite)', () => {
     const mine = otlp.spans.filter((s) => s.resource['service.name'] === 'petstore-ratio');
     assert.deepEqual([...new Set(mine.map((s) => s.traceId))], [kept], `traces: ${mine.map((s) => `${s.traceId.slice(0, 6)} ${s.name}`).join(', ')}`);
     assert.ok(mine.some((s) => s.name.startsWith('INSERT') || s.name === 'group commit'), 'the sampled create has its store spans');
+  });
+
+  test('when a trace-id ratio decides new traces, then exactly the requests whose logged trace id the ratio keeps are exported, and the dropped ones still log their ids', async () => {
+    const { serve, key } = await start({
+      ...TRACE_ENV(otlp, 'http/json'), OTEL_SERVICE_NAME: 'petstore-half', OTEL_BSP_SCHEDULE_DELAY: '50',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.5',
+    });
+    // Fastify's routes and the fast path's both (a POST, a GET it answers from its cache).
+    for (let i = 0; i < 20; i++) {
+      assert.equal((await httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: `H${i}`, categoryId: 1 } })).status, 201);
+      assert.equal((await httpRequest(serve.url, 'GET', '/v1/pets/1', { key })).status, 200);
+    }
+    const urlOf = (l: { req?: unknown }) => (l.req as { url?: string } | undefined)?.url;
+    const completed = () => serve.logs().filter((l) => l.msg === 'request completed' && (urlOf(l) === '/v1/pets' || urlOf(l) === '/v1/pets/1'));
+    await serve.waitForLog(() => completed().length >= 40);
+    const lines = completed();
+    assert.equal(lines.length, 40);
+    for (const line of lines) {
+      assert.match(String(line.trace_id), /^[0-9a-f]{32}$/);
+      assert.match(String(line.span_id), /^[0-9a-f]{16}$/);
+    }
+    const ratio = new TraceIdRatioBasedSampler(0.5);
+    const keeps = (traceId: string) => ratio.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
+    const kept = lines.filter((l) => keeps(String(l.trace_id)));
+    // 40 draws at one half: at least one of each, but for a chance of 2 in 10¹².
+    assert.ok(kept.length > 0 && kept.length < 40, `kept ${kept.length} of 40`);
+    for (const line of kept) await otlp.waitFor((s) => s.traceId === line.trace_id && s.kind === SERVER);
+    await sleep(300);
+    const servers = otlp.spans.filter((s) => s.resource['service.name'] === 'petstore-half' && s.kind === SERVER);
+    assert.deepEqual(new Set(servers.map((s) => s.traceId)), new Set(kept.map((l) => String(l.trace_id))));
+    for (const line of kept) assert.equal(servers.find((s) => s.traceId === line.trace_id)!.spanId, line.span_id, 'a kept request logs its server span');
   });
 
   test('when the collector is down, then requests are unaffected and the lost spans are counted, within a bounded queue', async () => {

@@ -8,6 +8,7 @@ import { detectResources, envDetector, resourceFromAttributes } from '@opentelem
 import { ExportResultCode } from '@opentelemetry/core';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { rootSampling, samplerFromEnv } from './sampler.js';
 import { serverSpanOf } from './server-span.js';
 import { activeSampled, within } from './spans.js';
 import { tracedDatabase, tracedSql } from './sql.js';
@@ -78,9 +79,12 @@ export function createTracing(env: NodeJS.ProcessEnv): TracingHooks {
   const resource = resourceFromAttributes({ 'service.name': 'petstore' }).merge(detectResources({ detectors: [envDetector] }));
   const dropped: Dropped = { queueFull: 0, exportFailed: 0 };
   const processor = countingProcessor(new BatchSpanProcessor(countingExporter(exporterFor(env), dropped)), dropped);
-  // The sampler comes from OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG (parent-based always-on by default).
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
-  // The AsyncLocalStorage context manager and the W3C trace-context propagator.
+  // The sampler OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG name (parent-based always-on by default),
+  // shared with the root decisions taken before the SDK sees a request.
+  const root = rootSampling(samplerFromEnv(env));
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor], sampler: root.sampler, idGenerator: root.idGenerator });
+  // The AsyncLocalStorage context manager and the W3C trace-context propagator (only traceparent
+  // continues a trace: server-span.ts decides alone when it is absent).
   provider.register();
   const tracer = trace.getTracer('petstore');
   const linksOf = (captured: readonly unknown[]): Link[] => captured.filter((c): c is SpanContext => c !== undefined).map((c) => ({ context: c }));
@@ -88,7 +92,7 @@ export function createTracing(env: NodeJS.ProcessEnv): TracingHooks {
   return {
     database: (db, system) => tracedDatabase(tracer, db, system),
     sql: (sql, system) => tracedSql(tracer, sql, system),
-    serverSpan: (req, res) => serverSpanOf(tracer, req, res),
+    serverSpan: (req, res) => serverSpanOf(tracer, root, req, res),
     traceparent() {
       // Only a sampled request's context is worth storing: a link to a dropped trace leads nowhere.
       if (activeSampled() !== true) return undefined;

@@ -2,9 +2,10 @@
 // handler, src/http/instance.ts), so the fast path's answers are traced like Fastify's.
 // Attributes per the stable HTTP semantic conventions; an incoming traceparent is continued.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import { context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import { RPCType, setRPCMetadata } from '@opentelemetry/core';
 import type { ServerSpan } from './switch.js';
+import type { RootSampling } from './sampler.js';
 import { isSampled } from './spans.js';
 
 const headerGetter = {
@@ -19,16 +20,45 @@ const pathOf = (url: string | undefined) => {
   return q === -1 ? url : url.slice(0, q);
 };
 
-export function serverSpanOf(tracer: Tracer, req: IncomingMessage, res: ServerResponse): ServerSpan {
-  const parent = propagation.extract(ROOT_CONTEXT, req.headers, headerGetter);
+/**
+ * A request the sampler dropped: nothing to record, and no context to enter either (entering one
+ * costs more than the rest of the span). Nothing under it starts a trace of its own: sdk.ts,
+ * sql.ts and the Fastify instrumentation's ignorePaths add spans only under a sampled one. Its
+ * log line still names its ids (core.ts reads them from here; the span id is drawn only then).
+ */
+class DroppedSpan implements ServerSpan {
+  readonly sampled = false;
+  private named: { trace_id: string; span_id: string } | undefined;
+  constructor(
+    private readonly trace: { readonly traceId: string },
+    private readonly spanId: () => string,
+  ) {}
+  get ids() {
+    return (this.named ??= { trace_id: this.trace.traceId, span_id: this.spanId() });
+  }
+  run<T>(fn: () => T): T {
+    return fn();
+  }
+  setRoute() {}
+  setAccount() {}
+  end() {}
+}
+
+export function serverSpanOf(tracer: Tracer, root: RootSampling, req: IncomingMessage, res: ServerResponse): ServerSpan {
   const method = req.method ?? 'GET';
-  const span = tracer.startSpan(method, { kind: SpanKind.SERVER }, parent);
+  let span: Span;
+  let parent = ROOT_CONTEXT;
+  if (req.headers.traceparent === undefined) {
+    // A new trace: decided here, before the SDK builds anything (most requests are dropped at a low ratio).
+    const drawn = root.draw();
+    if (!drawn.sampled) return new DroppedSpan(drawn, root.spanId);
+    span = root.withTraceId(drawn.traceId, () => tracer.startSpan(method, { kind: SpanKind.SERVER }, ROOT_CONTEXT));
+  } else {
+    parent = propagation.extract(ROOT_CONTEXT, req.headers, headerGetter);
+    span = tracer.startSpan(method, { kind: SpanKind.SERVER }, parent);
+  }
+  if (!isSampled(span)) return new DroppedSpan(span.spanContext(), () => span.spanContext().spanId);
   const ids = { trace_id: span.spanContext().traceId, span_id: span.spanContext().spanId };
-  // Dropped by the sampler (most requests at a low ratio): nothing to record, and no context to
-  // enter either (entering one costs more than the rest of the span). Nothing under it starts a
-  // trace of its own: sdk.ts, sql.ts and the Fastify instrumentation's ignorePaths add spans
-  // only under a sampled one. Its log line still names its ids (core.ts reads them from here).
-  if (!isSampled(span)) return { run: (fn) => fn(), setRoute() {}, setAccount() {}, end() {}, ids, sampled: false };
   span.setAttributes(requestAttributes(req, method));
   // The RPC metadata says an HTTP server span exists: @fastify/otel's request span is then internal (one server span per request).
   const active = setRPCMetadata(trace.setSpan(parent, span), { type: RPCType.HTTP, span });
