@@ -239,7 +239,7 @@ describe('tracing switches (sqlite)', () => {
       assert.equal((await httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: `H${i}`, categoryId: 1 } })).status, 201);
       assert.equal((await httpRequest(serve.url, 'GET', '/v1/pets/1', { key })).status, 200);
     }
-    const urlOf = (l: { req?: unknown }) => (l.req as { url?: string } | undefined)?.url;
+    const urlOf = (l: Record<string, unknown>) => (l.req as { url?: string } | undefined)?.url;
     const completed = () => serve.logs().filter((l) => l.msg === 'request completed' && (urlOf(l) === '/v1/pets' || urlOf(l) === '/v1/pets/1'));
     await serve.waitForLog(() => completed().length >= 40);
     const lines = completed();
