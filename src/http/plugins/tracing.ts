@@ -30,7 +30,8 @@ export async function registerTracing(app: App): Promise<void> {
   // onSend: the route and the key are known (errors included), and the answer is not written yet.
   app.addHook('onSend', (request, _reply, payload, done) => {
     const span = serverSpanOf(request.raw);
-    if (span) {
+    // A dropped request's span records nothing (and routeOptions is a getter that builds an object).
+    if (span?.sampled) {
       const route = request.routeOptions.url;
       if (route !== undefined) span.setRoute(route);
       // The account, never the key (nor its id: the account is what operators search by).
