@@ -3,7 +3,7 @@
 // Extra arguments filter files by path substring: `npm test -- idempotency http/auth`.
 // To filter by test name instead: `node --import tsx --test --test-name-pattern="cursor" test/http/pets.test.ts`.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 
 function find(dir) {
@@ -26,13 +26,7 @@ if (files.length === 0) {
 // beside them on two cores, the others' processes miss their start-up timeouts.
 const ALONE = ['test/failover.test.ts', 'test/container.test.ts'];
 const alone = files.filter((file) => ALONE.includes(file.split(path.sep).join('/')));
-// Longest first (seconds from scripts/test-durations.json), so that no long file starts last and
-// runs alone at the end; a file not yet measured is assumed long. Refresh the table with
-// PETSTORE_TEST_DURATIONS_OUT=scripts/test-durations.json npm test.
-const DURATIONS = 'scripts/test-durations.json';
-const seconds = existsSync(DURATIONS) ? JSON.parse(readFileSync(DURATIONS, 'utf8')) : {};
-const durationOf = (file) => seconds[file.split(path.sep).join('/')] ?? Number.POSITIVE_INFINITY;
-const together = files.filter((file) => !alone.includes(file)).sort((a, b) => durationOf(b) - durationOf(a));
+const together = files.filter((file) => !alone.includes(file));
 
 function run(list, concurrency) {
   if (list.length === 0) return 0;
