@@ -179,11 +179,14 @@ export async function startServerProcess(
     async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       // 'close' comes once its output is read to the end (the last log line included); bounded,
-      // since a killed cluster's orphaned workers could hold the pipe open.
+      // since a killed cluster's orphaned workers could hold the pipe open (SIGKILL: 2 s). After
+      // a graceful signal nothing is orphaned, and under CI's load the last line of a clean exit
+      // once took longer than 2 s to be read: 10 s.
       const closed = once(child, 'close');
       child.kill(signal);
       const [code] = (await once(child, 'exit')) as [number | null];
-      await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+      const bound = signal === 'SIGKILL' ? 2_000 : 10_000;
+      await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, bound).unref())]);
       return code;
     },
   };
