@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ROOT_CONTEXT, SamplingDecision } from '@opentelemetry/api';
 import { TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { backends, sqliteBackend } from './helpers/backends.js';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './helpers/otlp-receiver.js';
 import { createAccountWithKey, httpRequest, type ServerProcess, startServerProcess } from './helpers/process.js';

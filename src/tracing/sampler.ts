@@ -91,6 +91,7 @@ export interface RootSampling {
 
 export function rootSampling({ sampler, rootRatio }: ConfiguredSampler): RootSampling {
   const random = new RandomIdGenerator();
+  const spanId = () => random.generateSpanId();
   // TraceIdRatioBasedSampler's bound (a ratio of 1 keeps every id, 0 none).
   const bound = rootRatio >= 1 ? 0x100000000 : Math.floor(Math.max(0, rootRatio) * 0xffffffff);
   let next: string | undefined;
@@ -111,11 +112,8 @@ export function rootSampling({ sampler, rootRatio }: ConfiguredSampler): RootSam
         next = undefined;
       }
     },
-    spanId: () => random.generateSpanId(),
+    spanId,
     sampler,
-    idGenerator: {
-      generateTraceId: () => next ?? random.generateTraceId(),
-      generateSpanId: () => random.generateSpanId(),
-    },
+    idGenerator: { generateTraceId: () => next ?? random.generateTraceId(), generateSpanId: spanId },
   };
 }
