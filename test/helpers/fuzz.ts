@@ -1044,8 +1044,9 @@ function record(ctx: FuzzContext, m: Materialized, res: WireResponse): void {
     ctx.pets[m.requester].set(pet.id, pet);
   }
   if (op?.id === 'deletePet' && res.status === 204) {
-    // The server decodes the path (/v1/pets/%31 deletes pet 1) and ignores a fragment (/v1/pets/22#frag deletes 22).
-    const segment = /^\/v1\/pets\/([^/?#]+)/.exec(m.request.target)?.[1] ?? '';
+    // The pet the server routed to, read as it reads the path (routedPath: /v1/%70ets/21 and
+    // /v1/pets/%32%31 delete pet 21, and a query or fragment is not part of the id).
+    const segment = /^\/v1\/pets\/([^/]+)/.exec(routedPath(m.request.target))?.[1] ?? '';
     ctx.pets[m.requester].delete(Number(decodeURIComponent(segment)));
   }
 
