@@ -24,7 +24,14 @@ declare module 'autocannon' {
       timeout?: number;
       pipelining?: number;
       requests?: Request[];
+      /** Called once per connection as it starts: may give that connection its own requests. */
+      setupClient?: (client: Client) => void;
       title?: string;
+    }
+
+    interface Client {
+      /** Replaces this connection's requests (each pre-encoded once, as the shared ones are). */
+      setRequests(requests: Request[]): void;
     }
 
     /** hdr-histogram-percentiles-obj shape. */

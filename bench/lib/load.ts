@@ -13,6 +13,11 @@ export interface LoadSpec {
   amount?: number;
   /** Each connection loops over these; they are pre-encoded once, which keeps the client cheap. */
   requests: AcRequest[];
+  /**
+   * Connection k loops over perClient(k) instead (k = 0, 1, … in the order they start): requests
+   * that differ per connection, still pre-encoded once.
+   */
+  perClient?: ((client: number) => AcRequest[]) | undefined;
   /** The process serving the load, for its CPU usage. */
   serverPid: number;
   /** PostgreSQL backends serving the service, for their CPU usage (PostgreSQL runs only). */
@@ -51,6 +56,11 @@ export function stopCurrentLoad(): void {
   current?.stop();
 }
 
+function perClientSetup(perClient: (client: number) => AcRequest[]): (client: autocannon.Client) => void {
+  let next = 0;
+  return (client) => client.setRequests(perClient(next++));
+}
+
 export function runLoad(spec: LoadSpec): Promise<LoadResult> {
   // A full collection in the load generator first (npm run bench passes --expose-gc), so
   // garbage from earlier work (seeding, walking 5 000 pages) is not collected during this run.
@@ -75,6 +85,7 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
         timeout: 10,
         pipelining: 1,
         requests: spec.requests,
+        ...(spec.perClient ? { setupClient: perClientSetup(spec.perClient) } : {}),
       },
       (err, result) => {
         current = undefined;
