@@ -22,7 +22,7 @@ import { applyPatches, type IfMatch, matches, type PatchItem, type PetPatch, pet
 export { type IfMatch, patched, type PetPatch, petEtag, previousAttributes } from './pet-patches.js';
 
 export interface PetChangeDeps {
-  db: Pick<SqlDatabase, 'transaction'>;
+  db: Pick<SqlDatabase, 'transaction' | 'remote'>;
   pets: Pick<PetRepository, 'lock' | 'remove' | 'lockMany' | 'updateMany'>;
   orders: Pick<OrderRepository, 'hasPlaced' | 'placedAmong'>;
   events: Pick<EventRepository, 'append'>;
@@ -49,6 +49,7 @@ export function createPetChangeService(deps: PetChangeDeps) {
 
   const patches = createGroupCommit<PatchItem, Pet>({
     max: PATCH_BATCH_MAX,
+    overlap: db.remote,
     writeBatch: writePatches,
     writeOne: async (item) => {
       const [result] = await writePatches([item]);

@@ -226,6 +226,7 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
   const tracing = tracingHooks;
   const commits = createGroupCommit<PetCreate, Pet>({
     max: GROUP_COMMIT_MAX,
+    overlap: db.remote,
     writeBatch: backend.writeBatch,
     writeOne: (item) =>
       db.transaction(async (tx) => {
@@ -236,6 +237,8 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
     written: (items) => {
       for (const item of items) backend.wrote?.(item.accountId);
     },
+    // The batch runs outside the request's context: a sampled request's trace goes with its item.
+    ...(tracing ? { traced: (item: PetCreate, link: unknown) => ({ ...item, trace: tracing.traceparentOf(link) }) } : {}),
   });
   const live = 'deleted_at IS NULL';
   const INVENTORY_SQL =
@@ -259,8 +262,7 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
   }
 
   return {
-    // The batch runs outside the request's context: its trace goes with the item.
-    create: tracing ? (item) => commits.submit({ ...item, trace: tracing.traceparent() }) : (item) => commits.submit(item),
+    create: (item) => commits.submit(item),
     insert: async (tx, item) => {
       const pet = await insert(tx, item);
       backend.wrote?.(item.accountId);

@@ -105,6 +105,11 @@ export function createTracing(env: NodeJS.ProcessEnv): TracingHooks {
     },
     // Only a sampled request is worth linking to (as traceparent() above).
     capture: () => (activeSampled() === true ? trace.getActiveSpan()!.spanContext() : undefined),
+    traceparentOf(captured) {
+      const carrier: Record<string, string> = {};
+      propagation.inject(trace.setSpanContext(ROOT_CONTEXT, captured as SpanContext), carrier);
+      return carrier.traceparent;
+    },
     inSpan(name, links, attributes, work, kind) {
       const sampled = activeSampled() === true;
       const linked = linksOf(links);

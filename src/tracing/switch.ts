@@ -32,8 +32,10 @@ export interface TracingHooks {
   traceparent(): string | undefined;
   /** The active span, marked with the account (never a key). */
   setAccount(accountId: string): void;
-  /** Captures the active span's context for a later link (the group commit's submitters). */
+  /** Captures the active span's context for a later link (the group commit's submitters); undefined unless sampled. */
   capture(): unknown;
+  /** The traceparent of a context capture() returned. */
+  traceparentOf(captured: unknown): string | undefined;
   /** Runs `work` in a span named `name` linked to `links` (captured contexts), with attributes; `client`: a call to another service (Redis). */
   inSpan<T>(name: string, links: readonly unknown[], attributes: Record<string, string | number>, work: () => Promise<T>, kind?: 'client'): Promise<T>;
   /**

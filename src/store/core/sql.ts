@@ -28,6 +28,11 @@ export interface Transaction extends Sql {
 export interface SqlDatabase extends Sql {
   readonly dialect: 'sqlite' | 'postgres';
   /**
+   * True when the database is another process (PostgreSQL): a statement's answer is a round trip
+   * away, and the event loop is free meanwhile. SQLite runs a statement when it is issued.
+   */
+  readonly remote: boolean;
+  /**
    * A hot read, by a stable name: PostgreSQL prepares it once per connection and pipelines
    * it with the other reads of the event-loop turn; SQLite runs its cached statement.
    */

@@ -157,6 +157,7 @@ export function openPostgres(url: string, options: PostgresOptions): PostgresDat
 
   const database: PostgresDatabase = {
     dialect: 'postgres',
+    remote: true,
     url,
     pool,
     all: (sql, params) => guard(() => direct.all(sql, params)),

@@ -121,6 +121,7 @@ export function openSqlite(url: string): SqliteDatabase {
 
   const database: SqliteDatabase = {
     dialect: 'sqlite',
+    remote: false,
     file,
     connection: db,
     statement,
