@@ -880,6 +880,17 @@ async function measure(
   return { rows: ordered, ceiling, ...(soak ? { soak } : {}) };
 }
 
+/** PATCH at least the durable POST's ratio on the same store (the same ceiling: req/s compared). */
+function patchTarget(patch: Row | undefined, post: Row | undefined): Target {
+  const known = patch?.ratio !== undefined && post?.ratio !== undefined;
+  return {
+    name: 'PATCH /v1/pets/{petId} vs durable POST',
+    goal: "≥ POST /v1/pets's ratio at 50 conns (same store)",
+    actual: known ? `${patch.ratio!.toFixed(3)}× vs ${post.ratio!.toFixed(3)}× (${(patch.load.reqPerSec / post.load.reqPerSec).toFixed(2)} of POST's req/s)` : 'not run',
+    verdict: known ? (patch.load.reqPerSec >= post.load.reqPerSec ? 'PASS' : 'MISS') : 'SKIP',
+  };
+}
+
 function evaluateTargets(measured: Measured, peakRssMb: number, opts: Options): Target[] {
   const at = (id: string, connections: number) => measured.rows.find((r) => r.id === id && r.connections === connections);
   const verdict = (ok: boolean | undefined): Verdict => (ok === undefined ? 'SKIP' : ok ? 'PASS' : 'MISS');
@@ -935,11 +946,19 @@ function evaluateTargets(measured: Measured, peakRssMb: number, opts: Options): 
     actual: `${peakRssMb.toFixed(1)} MB${opts.scenarios.includes('soak') ? ' (incl. soak)' : ''}`,
     verdict: verdict(peakRssMb < 200),
   };
+  const inventory = opts.store === 'postgres' ? 0.2 : 0.3;
+  // Issue 25's targets, on either store.
+  const corrections = [
+    patchTarget(at('patch', 50), at('create', 50)),
+    ratioTarget('inventory', `GET /v1/store/inventory (${CATALOG_PETS.toLocaleString('en-US')} pets)`, inventory),
+    ratioTarget('inventory-10', 'GET /v1/store/inventory (10 pets)', inventory),
+  ];
   if (opts.store === 'postgres') {
     return [
       pgTarget('list20', `GET limit=${PAGE}`, 0.2),
       pgTarget('get-by-id', 'GET /v1/pets/{petId}', 0.25),
       pgTarget('create', 'POST /v1/pets (durable)', 0.12),
+      ...corrections,
       deep,
       rss,
     ];
@@ -956,6 +975,7 @@ function evaluateTargets(measured: Measured, peakRssMb: number, opts: Options): 
     },
     ratioTarget('create', 'POST /v1/pets', 0.25),
     ratioTarget('get-by-id', 'GET /v1/pets/{petId}', 0.6),
+    ...corrections,
     deep,
     rss,
     defaultsTarget('list20', `GET limit=${PAGE}`),

@@ -42,7 +42,9 @@ export function createPetChangeService(deps: PetChangeDeps) {
 
   /** One batch in one transaction; the events it recorded are announced once it committed. */
   async function writePatches(items: readonly PatchItem[]): Promise<Array<Pet | Error>> {
-    const { results, recorded } = await timed('updatePet', () => db.transaction((tx) => applyPatches(tx, { pets, orders, events }, items)));
+    // One time for the batch (its events commit together), not one per request.
+    const at = now();
+    const { results, recorded } = await timed('updatePet', () => db.transaction((tx) => applyPatches(tx, { pets, orders, events }, items, at)));
     if (recorded.length > 0) deps.published?.(recorded.map((event) => event.type));
     return results;
   }
@@ -61,7 +63,7 @@ export function createPetChangeService(deps: PetChangeDeps) {
   return {
     /** Applies the merge patch; the pet unchanged (and nothing written) when it changes nothing. */
     update(accountId: string, id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<Pet> {
-      return patches.submit({ accountId, id, patch, ifMatch, at: now() });
+      return patches.submit({ accountId, id, patch, ifMatch });
     },
 
     /** Deletes the pet: 404 from then on; its id is never reused; its orders stay readable. */

@@ -65,7 +65,6 @@ export interface PatchItem {
   id: number;
   patch: PetPatch;
   ifMatch: IfMatch | undefined;
-  at: string;
 }
 
 export interface PatchDeps {
@@ -104,8 +103,8 @@ function decide(items: readonly PatchItem[], locked: Map<number, Pet>, placed: S
   return { results, changes, recorded };
 }
 
-/** Applies the batch in `tx`: per account, one lock, one order check, one update, one append of its events. */
-export async function applyPatches(tx: Transaction, deps: PatchDeps, items: readonly PatchItem[]): Promise<{ results: Array<Pet | Error>; recorded: NewEvent[] }> {
+/** Applies the batch in `tx`: per account, one lock, one order check, one update, one append of its events (recorded `at`). */
+export async function applyPatches(tx: Transaction, deps: PatchDeps, items: readonly PatchItem[], at: string): Promise<{ results: Array<Pet | Error>; recorded: NewEvent[] }> {
   const results = new Array<Pet | Error>(items.length);
   const accounts = [...new Set(items.map((item) => item.accountId))].sort();
   const outcomes: Array<[string, AccountOutcome, number[]]> = [];
@@ -122,7 +121,7 @@ export async function applyPatches(tx: Transaction, deps: PatchDeps, items: read
   const writes = outcomes.map(([accountId, outcome, indexes]) =>
     Promise.all([
       deps.pets.updateMany(tx, accountId, outcome.changes),
-      outcome.recorded.length > 0 ? deps.events.append(tx, accountId, outcome.recorded, items[indexes[0]!]!.at) : undefined,
+      outcome.recorded.length > 0 ? deps.events.append(tx, accountId, outcome.recorded, at) : undefined,
     ]),
   );
   tx.lastStatementsIssued();

@@ -58,7 +58,8 @@ export const postgresDialect: Dialect = {
   int: (expression) => `(${expression})::int`,
   inList: (column) => `${column} = ANY(?::text[])`,
   list: (values) => values,
-  anyId: (column, ids) => ({ sql: `${column} = ANY(?::bigint[])`, params: [ids] }),
+  // The array's text, written here: the driver would quote and escape each number (two regexes each).
+  anyId: (column, ids) => ({ sql: `${column} = ANY(?::bigint[])`, params: [`{${ids.join(',')}}`] }),
   noLimit: null,
   isUniqueViolation: (error) => codeOf(error) === '23505',
 };

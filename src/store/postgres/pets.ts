@@ -65,16 +65,27 @@ const WITHOUT_EVENTS = `
   ${CATEGORIES}
   ${RESULT}`;
 
+const COLUMN_TYPES: Record<PetColumn, string> = { name: 'text', category_id: 'bigint', status: 'text' };
+
 /** writeColumns' statement for these columns: one text per column set, whatever the number of pets. */
 const writeColumnsSql = (columns: readonly PetColumn[]) =>
   `UPDATE pets SET ${columns.map((column) => `${column} = u.${column}`).join(', ')} ` +
-  'FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS u (id, name, category_id, status) WHERE pets.account_id = $1 AND pets.id = u.id';
+  `FROM unnest($2::bigint[], ${columns.map((column, i) => `$${i + 3}::${COLUMN_TYPES[column]}[]`).join(', ')}) AS u (id, ${columns.join(', ')}) ` +
+  'WHERE pets.account_id = $1 AND pets.id = u.id';
+
+/** An array of integers as PostgreSQL's array text (the driver would quote and escape each). */
+const intArray = (values: readonly number[]): string => `{${values.join(',')}}`;
+
+/** A column's new values, as the statement's parameter. */
+const columnValues = (column: PetColumn, pets: readonly Pet[]): unknown =>
+  column === 'name' ? pets.map((pet) => pet.name) : column === 'category_id' ? intArray(pets.map((pet) => pet.categoryId)) : pets.map((pet) => pet.status ?? null);
 
 export function postgresPetBatches(db: PostgresDatabase, events: boolean): PetBackend {
   return {
     // One statement (one round trip) joining the pets to their new values by primary key.
     async writeColumns(tx, accountId, columns, pets) {
-      await tx.run(writeColumnsSql(columns), [accountId, pets.map((pet) => pet.id), pets.map((pet) => pet.name), pets.map((pet) => pet.categoryId), pets.map((pet) => pet.status ?? null)]);
+      // Only the changed columns' values: each array costs encoding here and parsing there.
+      await tx.run(writeColumnsSql(columns), [accountId, intArray(pets.map((pet) => pet.id)), ...columns.map((column) => columnValues(column, pets))]);
     },
     async writeBatch(batch) {
       const rows = await db.prepared<{ account_id: string; base: number }>('create_pets', events ? WITH_EVENTS : WITHOUT_EVENTS, [
