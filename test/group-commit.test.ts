@@ -3,9 +3,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createGroupCommit } from '../src/store/core/group-commit.js';
+import { StoreUnavailableError } from '../src/store/errors.js';
 
-/** A writer whose batches finish when the test says so; it logs what happens in order. */
-function controlledWriter(log: string[]) {
+/** A writer whose batches finish when the test says so (batch n fails as the database being away when `away(n)`); it logs what happens in order. */
+function controlledWriter(log: string[], away: (batch: number) => boolean = () => false) {
   const open: Array<() => void> = [];
   let writing = 0;
   let batches = 0;
@@ -18,6 +19,10 @@ function controlledWriter(log: string[]) {
       log.push(`write ${n} [${items.join(',')}]`);
       await new Promise<void>((resolve) => open.push(resolve));
       writing--;
+      if (away(n)) {
+        log.push(`refused ${n}`);
+        throw new StoreUnavailableError('PostgreSQL is unavailable');
+      }
       log.push(`committed ${n}`);
       return items.map((item) => item * 10);
     },
@@ -27,11 +32,14 @@ function controlledWriter(log: string[]) {
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-async function twoBatches(overlap: boolean) {
+async function twoBatches(overlap: boolean, away?: (batch: number) => boolean) {
   const log: string[] = [];
-  const writer = controlledWriter(log);
+  const writer = controlledWriter(log, away);
   const commits = createGroupCommit<number, number>({ max: 10, overlap, writeBatch: writer.writeBatch, writeOne: writer.writeOne });
-  const answered = (p: Promise<number>) => p.then((value) => log.push(`answer ${value}`));
+  const answered = (p: Promise<number>) => p.then(
+    (value) => log.push(`answer ${value}`),
+    (error: Error) => log.push(`error ${error.name}`),
+  );
   const first = [answered(commits.submit(1)), answered(commits.submit(2))];
   await turn();
   // Submitted while batch 1 is being written: they wait for the next batch.
@@ -65,6 +73,18 @@ describe('group commit', () => {
 
   test('with overlap, when a batch commits, then the next batch starts before its callers hear back, one transaction at a time', async () => {
     assert.deepEqual(await twoBatches(true), ['write 1 [1,2]', 'committed 1', 'write 2 [3]', 'answer 10', 'answer 20', 'committed 2', 'answer 30']);
+  });
+
+  test('with overlap, when the database refused a batch for being away, then its callers hear back before the next batch starts', async () => {
+    assert.deepEqual(await twoBatches(true, (batch) => batch === 1), [
+      'write 1 [1,2]',
+      'refused 1',
+      'error StoreUnavailableError',
+      'error StoreUnavailableError',
+      'write 2 [3]',
+      'committed 2',
+      'answer 30',
+    ]);
   });
 
   test('with overlap, when drain resolves, then every caller has heard back', async () => {

@@ -93,7 +93,9 @@ export function createGroupCommit<I, R>(options: GroupCommitOptions<I, R>): Grou
     } finally {
       writing = false;
     }
-    if (options.overlap) {
+    // Not after a batch the database refused for being away (a failover): its callers hear back
+    // first, and the next batch starts as without overlap.
+    if (options.overlap && !settled.some((result) => result.status === 'rejected' && result.reason instanceof StoreUnavailableError)) {
       flush();
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
