@@ -44,10 +44,6 @@ class DroppedSpan implements ServerSpan {
   end() {}
 }
 
-let sampledOpen = 0;
-/** Sampled server spans started and not yet ended (the Fastify instrumentation works only while one is). */
-export const sampledRequestsOpen = (): number => sampledOpen;
-
 export function serverSpanOf(tracer: Tracer, root: RootSampling, req: IncomingMessage, res: ServerResponse): ServerSpan {
   const method = req.method ?? 'GET';
   let span: Span;
@@ -62,7 +58,6 @@ export function serverSpanOf(tracer: Tracer, root: RootSampling, req: IncomingMe
     span = tracer.startSpan(method, { kind: SpanKind.SERVER }, parent);
   }
   if (!isSampled(span)) return new DroppedSpan(span.spanContext(), () => span.spanContext().spanId);
-  sampledOpen++;
   const ids = { trace_id: span.spanContext().traceId, span_id: span.spanContext().spanId };
   span.setAttributes(requestAttributes(req, method));
   // The RPC metadata says an HTTP server span exists: @fastify/otel's request span is then internal (one server span per request).
@@ -72,7 +67,6 @@ export function serverSpanOf(tracer: Tracer, root: RootSampling, req: IncomingMe
   const end = (status: number) => {
     if (ended) return;
     ended = true;
-    sampledOpen--;
     span.setAttribute('http.response.status_code', status);
     if (status >= 500) {
       span.setStatus({ code: SpanStatusCode.ERROR });

@@ -11,11 +11,7 @@ const pathOf = (url: string) => {
 };
 
 export async function registerTracing(app: App): Promise<void> {
-  const [{ FastifyOtelInstrumentation }, { activeSampled }, { sampledRequestsOpen }] = await Promise.all([
-    import('@fastify/otel'),
-    import('../../tracing/spans.js'),
-    import('../../tracing/server-span.js'),
-  ]);
+  const [{ FastifyOtelInstrumentation }, { activeSampled }] = await Promise.all([import('@fastify/otel'), import('../../tracing/spans.js')]);
   const instrumentation = new FastifyOtelInstrumentation({
     registerOnInitialization: false,
     // The request and handler spans only, not one per lifecycle hook: a request passes ~15 hooks,
@@ -30,12 +26,6 @@ export async function registerTracing(app: App): Promise<void> {
     // url.path is the path: a query may carry what does not belong in a trace (a cursor, a mistyped key).
     requestHook: (span, request) => span.setAttribute('url.path', pathOf(request.url)),
   });
-  // While no sampled request is open, every request is a dropped one: the instrumentation's
-  // per-request checks stop at isEnabled(), before reading routeOptions (a getter that builds an
-  // object) twice and formatting two debug messages nobody logs. Its own enable/disable logic
-  // reads its flag, not this method.
-  const enabled = instrumentation.isEnabled.bind(instrumentation);
-  instrumentation.isEnabled = () => sampledRequestsOpen() > 0 && enabled();
   await app.register(instrumentation.plugin());
   // onSend: the route and the key are known (errors included), and the answer is not written yet.
   app.addHook('onSend', (request, _reply, payload, done) => {
