@@ -33,6 +33,9 @@ export interface Dialect {
   isUniqueViolation(error: unknown): boolean;
 }
 
+/** Integers as PostgreSQL's array text: pg would quote and escape each number (two regexes each). */
+export const intArrayText = (values: readonly number[]): string => `{${values.join(',')}}`;
+
 const codeOf = (error: unknown): unknown => (error as { code?: unknown } | null)?.code;
 
 export const sqliteDialect: Dialect = {
@@ -58,8 +61,7 @@ export const postgresDialect: Dialect = {
   int: (expression) => `(${expression})::int`,
   inList: (column) => `${column} = ANY(?::text[])`,
   list: (values) => values,
-  // The array's text, written here: the driver would quote and escape each number (two regexes each).
-  anyId: (column, ids) => ({ sql: `${column} = ANY(?::bigint[])`, params: [`{${ids.join(',')}}`] }),
+  anyId: (column, ids) => ({ sql: `${column} = ANY(?::bigint[])`, params: [intArrayText(ids)] }),
   noLimit: null,
   isUniqueViolation: (error) => codeOf(error) === '23505',
 };

@@ -6,6 +6,7 @@
 import type { Pet } from '../../schemas/index.js';
 import { type PetBackend, type PetColumn, toPet } from '../pets.js';
 import { petRunParams } from '../event-log.js';
+import { intArrayText } from '../core/dialect.js';
 import type { PostgresDatabase } from './driver.js';
 import { petRunsInsertSql } from './events.js';
 
@@ -73,19 +74,16 @@ const writeColumnsSql = (columns: readonly PetColumn[]) =>
   `FROM unnest($2::bigint[], ${columns.map((column, i) => `$${i + 3}::${COLUMN_TYPES[column]}[]`).join(', ')}) AS u (id, ${columns.join(', ')}) ` +
   'WHERE pets.account_id = $1 AND pets.id = u.id';
 
-/** An array of integers as PostgreSQL's array text (the driver would quote and escape each). */
-const intArray = (values: readonly number[]): string => `{${values.join(',')}}`;
-
 /** A column's new values, as the statement's parameter. */
 const columnValues = (column: PetColumn, pets: readonly Pet[]): unknown =>
-  column === 'name' ? pets.map((pet) => pet.name) : column === 'category_id' ? intArray(pets.map((pet) => pet.categoryId)) : pets.map((pet) => pet.status ?? null);
+  column === 'name' ? pets.map((pet) => pet.name) : column === 'category_id' ? intArrayText(pets.map((pet) => pet.categoryId)) : pets.map((pet) => pet.status ?? null);
 
 export function postgresPetBatches(db: PostgresDatabase, events: boolean): PetBackend {
   return {
     // One statement (one round trip) joining the pets to their new values by primary key.
     async writeColumns(tx, accountId, columns, pets) {
       // Only the changed columns' values: each array costs encoding here and parsing there.
-      await tx.run(writeColumnsSql(columns), [accountId, intArray(pets.map((pet) => pet.id)), ...columns.map((column) => columnValues(column, pets))]);
+      await tx.run(writeColumnsSql(columns), [accountId, intArrayText(pets.map((pet) => pet.id)), ...columns.map((column) => columnValues(column, pets))]);
     },
     async writeBatch(batch) {
       const rows = await db.prepared<{ account_id: string; base: number }>('create_pets', events ? WITH_EVENTS : WITHOUT_EVENTS, [
