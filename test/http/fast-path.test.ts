@@ -131,15 +131,17 @@ describe('GET /v1/pets and GET /v1/pets/{petId} fast path', () => {
       { name: 'trailing slash', target: '/v1/pets/', fast: false },
     ];
     for (const c of cases) {
-      const before = await fastPathAnswers(fast);
-      // Diagnostic only: a commit by another connection clears the cache (the fast path asks
-      // this same counter first), so a miss with a changed counter points at that commit.
-      const changesBefore = fast.store.externalChangeCounter?.();
-      const a = await get(fast, c.target, [auth]);
-      const changesAfter = fast.store.externalChangeCounter?.();
-      const b = await get(slow, c.target, [auth]);
-      assert.deepEqual(comparable(a, false), comparable(b, false), c.name);
-      assert.equal((await fastPathAnswers(fast)) - before, c.fast ? 1 : 0, `${c.name}: answered from memory? (other connections' commits: ${changesBefore} -> ${changesAfter})`);
+      // A cached case may try again: a verified key is remembered 900 ms, so on a slow machine
+      // the read after the cold one may need Fastify to verify the key again.
+      let answered = 0;
+      for (let i = 0; i < (c.fast ? 4 : 1) && answered === 0; i++) {
+        const before = await fastPathAnswers(fast);
+        const a = await get(fast, c.target, [auth]);
+        const b = await get(slow, c.target, [auth]);
+        assert.deepEqual(comparable(a, false), comparable(b, false), c.name);
+        answered = (await fastPathAnswers(fast)) - before;
+      }
+      assert.equal(answered, c.fast ? 1 : 0, `${c.name}: answered from memory?`);
     }
   });
 
