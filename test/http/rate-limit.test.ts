@@ -68,6 +68,30 @@ describe('Redis rate limiter', { skip: REDIS_URL ? false : 'set PETSTORE_TEST_RE
     assert.deepEqual(errors, []);
   });
 
+  test('when the event loop is blocked past the deadline while Redis answers, then the answer counts (a busy process is not Redis being away)', async (t) => {
+    const errors: unknown[] = [];
+    const limiter = createRedisRateLimiter(REDIS_URL!, { ratePerSecond: 1, capacity: 1, timeoutMs: 50, onError: (e) => errors.push(e) });
+    t.after(() => limiter.close());
+    const key = `test-${Math.random()}`;
+    // Connected, and the script loaded (until a take meets the deadline).
+    for (let i = 0; i < 50; i++) {
+      const before = errors.length;
+      await limiter.take(`warm-${i}-${key}`);
+      if (errors.length === before) break;
+    }
+    errors.length = 0;
+    assert.equal((await limiter.take(key)).allowed, true);
+    assert.deepEqual(errors.map(String), [], 'warmed up');
+    const pending = limiter.take(key);
+    // The command is on the wire; the answer arrives while this loop is busy for 4 deadlines.
+    const until = Date.now() + 200;
+    while (Date.now() < until);
+    const decision = await pending;
+    assert.deepEqual(errors.map(String), [], 'no failure reported');
+    assert.equal(decision.allowed, false, 'the bucket is empty: Redis said no');
+    assert.deepEqual(errors, []);
+  });
+
   test('when Redis is unreachable, then requests are allowed (fail open) and the error is reported', async (t) => {
     const errors: unknown[] = [];
     const limiter = createRedisRateLimiter('redis://127.0.0.1:1', { ratePerSecond: 1, capacity: 1, onError: (e) => errors.push(e) });
