@@ -4,6 +4,7 @@
 // restart (every acknowledged pet present exactly as returned, nothing else, store intact).
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import http from 'node:http';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -98,11 +99,16 @@ const TRACE_ACCEPTED = `data:text/javascript,${encodeURIComponent(
  * Starts `petstore serve` (the built dist/) on a free port. Its output is read line by line
  * (not accumulated and re-scanned: a loaded server writes thousands of lines).
  */
+/** Servers started and not yet exited, with their database: killAndDrop ends them all. */
+const live = new Map<ChildProcess, string | undefined>();
+
 export async function startServer(env: Record<string, string>): Promise<ServerChild> {
   const child = spawn(process.execPath, ['--import', TRACE_ACCEPTED, BIN, 'serve'], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  live.set(child, env.PETSTORE_DATABASE_URL);
+  child.once('exit', () => live.delete(child));
   const acceptedRequestIds = new Set<string>();
   const messages: string[] = [];
   let stderr = '';
@@ -155,10 +161,16 @@ export async function startServer(env: Record<string, string>): Promise<ServerCh
   };
 }
 
-/** A test's cleanup: SIGKILL the server still running, if any, then drop the fixture's database. */
+/**
+ * A test's cleanup: SIGKILL the server still running, if any, and any other on the fixture's
+ * database (one a timed-out test was still starting would otherwise listen on, and keep the test
+ * process from ever exiting), then drop the fixture's database.
+ */
 export async function killAndDrop(fixture: Fixture, server: ServerChild | undefined): Promise<void> {
   server?.kill('SIGKILL');
-  await server?.exited;
+  const others = [...live].filter(([, url]) => url === fixture.url).map(([child]) => child);
+  for (const child of others) child.kill('SIGKILL');
+  await Promise.all([server?.exited, ...others.map((child) => (child.exitCode === null && child.signalCode === null ? once(child, 'exit') : undefined))]);
   await fixture.drop();
 }
 
