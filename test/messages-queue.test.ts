@@ -97,7 +97,7 @@ const deliveredCount = (metrics: string) => Number(/^petstore_messages_delivered
 
 describe('the message queue across processes', { concurrency: true }, () => {
   for (const backend of backends) {
-    it(`${backend.name}: when the server is killed while messages are queued and being delivered, then after the restart every accepted message is delivered and no job is left`, { timeout: 60_000 }, async (t) => {
+    it(`${backend.name}: when the server is killed while messages are queued and being delivered, then after the restart every accepted message is delivered and no job is left`, { timeout: 120_000 }, async (t) => {
       const fixture: Fixture = await createFixture(backend);
       let server: ServerChild | undefined;
       t.after(() => killAndDrop(fixture, server));
@@ -121,7 +121,7 @@ describe('the message queue across processes', { concurrency: true }, () => {
     });
   }
 
-  it('sqlite: when SIGTERM arrives while messages are being sent and delivered, then the process exits 0 and after the restart every accepted message is delivered', { timeout: 60_000 }, async (t) => {
+  it('sqlite: when SIGTERM arrives while messages are being sent and delivered, then the process exits 0 and after the restart every accepted message is delivered', { timeout: 120_000 }, async (t) => {
     const fixture = await createFixture(sqliteBackend);
     let server: ServerChild | undefined;
     t.after(() => killAndDrop(fixture, server));
@@ -140,7 +140,7 @@ describe('the message queue across processes', { concurrency: true }, () => {
     assert.equal(await jobsLeft('sqlite', fixture.url), 0);
   });
 
-  it('sqlite: when two --workers share a backlog, then every message is delivered once, by one of them', { timeout: 60_000 }, async (t) => {
+  it('sqlite: when two --workers share a backlog, then every message is delivered once, by one of them', { timeout: 120_000 }, async (t) => {
     const database = await sqliteBackend.createDatabase();
     t.after(() => database.drop());
     await backlog(t, database.url, 300);
@@ -154,7 +154,7 @@ describe('the message queue across processes', { concurrency: true }, () => {
     assert.equal(await jobsLeft('sqlite', database.url), 0);
   });
 
-  it('postgres: when two instances share a backlog of 1000 messages, then both work on it and every message is delivered exactly once', { skip: backends.includes(postgresBackend) ? false : 'set PETSTORE_TEST_POSTGRES_URL', timeout: 60_000 }, async (t) => {
+  it('postgres: when two instances share a backlog of 1000 messages, then both work on it and every message is delivered exactly once', { skip: backends.includes(postgresBackend) ? false : 'set PETSTORE_TEST_POSTGRES_URL', timeout: 120_000 }, async (t) => {
     const database = await postgresBackend.createDatabase();
     const cleanups: Array<() => unknown> = [() => database.drop()];
     t.after(async () => {

@@ -191,7 +191,7 @@ for (const backend of backends) {
 
 for (const backend of backends) {
   describe(`${backend.name}: SIGTERM with pipelined requests`, () => {
-    it('when a request is pipelined behind one still in flight at SIGTERM, then the server answers both before closing the connection', { timeout: 30_000 }, async (t) => {
+    it('when a request is pipelined behind one still in flight at SIGTERM, then the server answers both before closing the connection', { timeout: 60_000 }, async (t) => {
       const fixture = await createFixture(backend);
       let server: ServerChild | undefined;
       t.after(() => killAndDrop(fixture, server));
@@ -236,7 +236,7 @@ for (const backend of backends) {
     });
 
     if (backend.name === 'postgres') {
-      it('when two pipelined requests were both accepted before SIGTERM and commit after it, then both 201s are delivered', { timeout: 30_000 }, async (t) => {
+      it('when two pipelined requests were both accepted before SIGTERM and commit after it, then both 201s are delivered', { timeout: 60_000 }, async (t) => {
         const fixture = await createFixture(backend);
         let server: ServerChild | undefined;
         const locker = new pg.Client({ connectionString: fixture.url });

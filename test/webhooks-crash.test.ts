@@ -87,7 +87,7 @@ async function slowDeliveriesInFlight(t: TestContext, backend: Backend, extraEnv
 // Three at a time: more starve a two-core machine until attempts time out (and are repeated).
 describe('webhook deliveries across process deaths', { concurrency: 3 }, () => {
   for (const backend of backends) {
-    it(`${backend.name}: when the server is killed with deliveries in flight, then after the restart every event is received, repeats carry the same webhook-id and body, and every delivery succeeds`, { timeout: 80_000 }, async (t) => {
+    it(`${backend.name}: when the server is killed with deliveries in flight, then after the restart every event is received, repeats carry the same webhook-id and body, and every delivery succeeds`, { timeout: 160_000 }, async (t) => {
       const { fixture, receiver, env, endpoint, state } = await slowDeliveriesInFlight(t, backend);
       state.server!.kill('SIGKILL');
       await state.server!.exited;
@@ -108,7 +108,7 @@ describe('webhook deliveries across process deaths', { concurrency: 3 }, () => {
       t.diagnostic(`${backend.name}: ${beforeRestart} received before the kill (${cutOff.length} unanswered); ${receiver.received.length} received in all, ${repeats} repeats; all ${SLOW_EVENTS} succeeded`);
     });
 
-    it(`${backend.name}: when SIGTERM arrives with deliveries in flight, then the process exits 0 having recorded them, and after the restart no event is received twice`, { timeout: 80_000 }, async (t) => {
+    it(`${backend.name}: when SIGTERM arrives with deliveries in flight, then the process exits 0 having recorded them, and after the restart no event is received twice`, { timeout: 160_000 }, async (t) => {
       // A long attempt timeout: on a loaded machine a 300 ms answer must not turn into a timeout
       // (which would end the attempt without its answer, and repeat it after the restart).
       const { fixture, receiver, env, endpoint, state } = await slowDeliveriesInFlight(t, backend, { PETSTORE_WEBHOOK_TIMEOUT_MS: '15000' });
