@@ -26,6 +26,12 @@ export async function registerTracing(app: App): Promise<void> {
     // url.path is the path: a query may carry what does not belong in a trace (a cursor, a mistyped key).
     requestHook: (span, request) => span.setAttribute('url.path', pathOf(request.url)),
   });
+  // A dropped request stops at isEnabled(), where ignorePaths would stop it a little later: before
+  // the instrumentation reads routeOptions (a getter that builds an object) twice and formats
+  // two debug messages nobody logs. Decided by the request's own context, as ignorePaths is (its
+  // enable/disable logic reads its flag, not this method).
+  const enabled = instrumentation.isEnabled.bind(instrumentation);
+  instrumentation.isEnabled = () => activeSampled() === true && enabled();
   await app.register(instrumentation.plugin());
   // onSend: the route and the key are known (errors included), and the answer is not written yet.
   app.addHook('onSend', (request, _reply, payload, done) => {
