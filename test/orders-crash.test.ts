@@ -28,7 +28,7 @@ async function allOrders(url: string, key: string): Promise<Order[]> {
 
 describe('SIGKILL while orders move pets', { concurrency: true }, () => {
   for (const backend of backends) {
-    it(`${backend.name}: when the server is killed mid-transition ${ROUNDS} times, then every pet's status agrees with its orders and every acknowledged move is stored`, { timeout: 60_000 }, async (t) => {
+    it(`${backend.name}: when the server is killed mid-transition ${ROUNDS} times, then every pet's status agrees with its orders and every acknowledged move is stored`, { timeout: 120_000 }, async (t) => {
       const fixture = await createFixture(backend);
       let server: ServerChild | undefined;
       t.after(() => killAndDrop(fixture, server));

@@ -91,7 +91,7 @@ function pipelinedSent(names: string[], pets: ReturnType<typeof petFor>[], respo
 
 for (const backend of backends) {
   describe(`${backend.name}: SIGTERM under write load`, () => {
-    it('when SIGTERM arrives under load, then every accepted request is answered in full, every 201 is kept, and the process exits 0 in time', { timeout: 60_000 }, async (t) => {
+    it('when SIGTERM arrives under load, then every accepted request is answered in full, every 201 is kept, and the process exits 0 in time', { timeout: 120_000 }, async (t) => {
       const fixture = await createFixture(backend);
       let server: ServerChild | undefined;
       t.after(() => killAndDrop(fixture, server));
