@@ -119,7 +119,7 @@ async function checkOutbox(fixture: Fixture, events: number): Promise<void> {
 
 describe('SIGKILL while changes write events', { concurrency: true }, () => {
   for (const backend of backends) {
-    it(`${backend.name}: when the server is killed during concurrent creates and order moves ${ROUNDS} times, then after each restart the events and the state agree exactly`, { timeout: 80_000 }, async (t) => {
+    it(`${backend.name}: when the server is killed during concurrent creates and order moves ${ROUNDS} times, then after each restart the events and the state agree exactly`, { timeout: 160_000 }, async (t) => {
       const fixture = await createFixture(backend, 1);
       const accounts = [fixture.key, fixture.others[0]!.key];
       // The worker is off: deliveries stay pending, so the outbox can be checked row for row.

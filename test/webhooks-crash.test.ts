@@ -130,7 +130,7 @@ describe('webhook deliveries across process deaths', { concurrency: 3 }, () => {
     });
   }
 
-  it('postgres: when two instances share one database and drain 1000 events to one endpoint, then both take work and each event is received exactly once', { skip: backends.includes(postgresBackend) ? false : 'set PETSTORE_TEST_POSTGRES_URL', timeout: 80_000 }, async (t) => {
+  it('postgres: when two instances share one database and drain 1000 events to one endpoint, then both take work and each event is received exactly once', { skip: backends.includes(postgresBackend) ? false : 'set PETSTORE_TEST_POSTGRES_URL', timeout: 160_000 }, async (t) => {
     const fixture = await createFixture(postgresBackend);
     // 50 ms an answer: one instance alone needs 3 s or more (16 at once), so both get work however far apart they start.
     const receiver = await startReceiver({ delayMs: 50 });
@@ -157,7 +157,7 @@ describe('webhook deliveries across process deaths', { concurrency: 3 }, () => {
     t.diagnostic(`1000 events drained by two instances in ${took} ms (${counts.join(' + ')}), each received once`);
   });
 
-  it('sqlite: when a --workers 2 cluster drains 300 events to one endpoint, then each event is received exactly once', { timeout: 80_000 }, async (t) => {
+  it('sqlite: when a --workers 2 cluster drains 300 events to one endpoint, then each event is received exactly once', { timeout: 160_000 }, async (t) => {
     const fixture = await createFixture(sqliteBackend);
     const receiver = await startReceiver();
     let stop: (() => Promise<unknown>) | undefined;
