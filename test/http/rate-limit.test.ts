@@ -89,7 +89,6 @@ describe('Redis rate limiter', { skip: REDIS_URL ? false : 'set PETSTORE_TEST_RE
     const decision = await pending;
     assert.deepEqual(errors.map(String), [], 'no failure reported');
     assert.equal(decision.allowed, false, 'the bucket is empty: Redis said no');
-    assert.deepEqual(errors, []);
   });
 
   test('when Redis is unreachable, then requests are allowed (fail open) and the error is reported', async (t) => {
