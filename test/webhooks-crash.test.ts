@@ -41,6 +41,18 @@ async function receivedAtLeast(receiver: Receiver, count: number, timeoutMs: num
   }
 }
 
+/**
+ * Resolves once some request is received and not yet answered (an attempt is in flight);
+ * fails after timeoutMs. Between two batches none is, and a kill there would cut nothing off.
+ */
+async function attemptInFlight(receiver: Receiver, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!receiver.received.some((r) => !r.answered)) {
+    assert.ok(Date.now() < deadline, `no delivery in flight after ${timeoutMs} ms (${receiver.received.length} received)`);
+    await sleep(5);
+  }
+}
+
 /** petstore_webhook_attempts_total{outcome="succeeded"} of one server (a cluster's sums its workers'). */
 async function succeededAttempts(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
@@ -67,7 +79,7 @@ const SLOW_EVENTS = 300;
 
 /**
  * A backlog of SLOW_EVENTS events for an endpoint whose receiver answers in 300 ms, then a
- * server with its worker on; resolves once 40 deliveries arrived (more are in flight: 16 at once).
+ * server with its worker on; resolves once 40 deliveries arrived and one is in flight (16 at once).
  */
 async function slowDeliveriesInFlight(t: TestContext, backend: Backend, extraEnv: Record<string, string> = {}) {
   const fixture = await createFixture(backend);
@@ -81,6 +93,7 @@ async function slowDeliveriesInFlight(t: TestContext, backend: Backend, extraEnv
   const { endpoint } = await backlog(fixture, receiver, SLOW_EVENTS);
   state.server = await startServer(env);
   await receivedAtLeast(receiver, 40, 20_000);
+  await attemptInFlight(receiver, 20_000);
   return { fixture, receiver, env, endpoint, state };
 }
 
