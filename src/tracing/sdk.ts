@@ -9,6 +9,7 @@ import { ExportResultCode } from '@opentelemetry/core';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { rootSampling, samplerFromEnv } from './sampler.js';
+import { idleContext, storageUsesHooks } from './context.js';
 import { serverSpanOf } from './server-span.js';
 import { activeSampled, within } from './spans.js';
 import { tracedDatabase, tracedSql } from './sql.js';
@@ -82,10 +83,12 @@ export function createTracing(env: NodeJS.ProcessEnv): TracingHooks {
   // The sampler OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG name (parent-based always-on by default),
   // shared with the root decisions taken before the SDK sees a request.
   const root = rootSampling(samplerFromEnv(env));
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor], sampler: root.sampler, idGenerator: root.idGenerator });
+  // Where AsyncLocalStorage runs on hooks, it is off while no sampled span is open (context.ts).
+  const idle = storageUsesHooks() ? idleContext() : undefined;
+  const provider = new NodeTracerProvider({ resource, spanProcessors: idle ? [idle.processor, processor] : [processor], sampler: root.sampler, idGenerator: root.idGenerator });
   // The AsyncLocalStorage context manager and the W3C trace-context propagator (only traceparent
   // continues a trace: server-span.ts decides alone when it is absent).
-  provider.register();
+  provider.register(idle ? { contextManager: idle.contextManager } : undefined);
   const tracer = trace.getTracer('petstore');
   const linksOf = (captured: readonly unknown[]): Link[] => captured.filter((c): c is SpanContext => c !== undefined).map((c) => ({ context: c }));
 
