@@ -33,32 +33,28 @@ export function describeStatement(sql: string): { operation: string; collection:
   return { operation, collection: table === undefined ? undefined : table.toLowerCase() };
 }
 
-/** Runs a call in a CLIENT span described by a statement's text (or a fixed name); descriptions cached per text. */
-type Spanner = <T>(text: string, call: () => Promise<T>, fixed?: string) => Promise<T>;
+/** Runs a call in a CLIENT span described by a statement's text; descriptions cached per text. */
+type Spanner = <T>(text: string, call: () => Promise<T>) => Promise<T>;
 
 function spanner(tracer: Tracer, system: 'sqlite' | 'postgresql'): Spanner {
   const described = new Map<string, Described>();
-  const describe = (text: string, fixed: string | undefined): Described => {
+  const describe = (text: string): Described => {
     let d = described.get(text);
     if (!d) {
       const attributes: Record<string, string> = { 'db.system.name': system };
-      if (fixed !== undefined) {
-        d = { name: fixed, attributes };
-      } else {
-        const { operation, collection } = describeStatement(text);
-        attributes['db.operation.name'] = operation;
-        if (collection !== undefined) attributes['db.collection.name'] = collection;
-        d = { name: collection === undefined ? operation : `${operation} ${collection}`, attributes };
-      }
+      const { operation, collection } = describeStatement(text);
+      attributes['db.operation.name'] = operation;
+      if (collection !== undefined) attributes['db.collection.name'] = collection;
+      d = { name: collection === undefined ? operation : `${operation} ${collection}`, attributes };
       // Statement texts are a fixed set (values are never spliced in); bounded anyway.
       if (described.size < 2000) described.set(text, d);
     }
     return d;
   };
-  return <T>(text: string, call: () => Promise<T>, fixed?: string): Promise<T> => {
+  return <T>(text: string, call: () => Promise<T>): Promise<T> => {
     // Outside a trace (the workers' polls) or in one the sampler dropped: no span per statement.
     if (activeSampled() !== true) return call();
-    const { name, attributes } = describe(text, fixed);
+    const { name, attributes } = describe(text);
     return within(tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }), call);
   };
 }
@@ -73,15 +69,16 @@ export function tracedSql(tracer: Tracer, sql: Sql, system: 'sqlite' | 'postgres
   return statements(spanner(tracer, system), sql);
 }
 
-/** The database with every statement traced: its own, its hot reads, its named writes, and its transactions' (a span each). */
+/** The database with every statement traced: its own, its hot reads, its named writes, and its transactions'. */
 export function tracedDatabase<D extends SqlDatabase>(tracer: Tracer, db: D, system: 'sqlite' | 'postgresql'): D {
   const span = spanner(tracer, system);
   const traced: Pick<SqlDatabase, keyof Sql | 'read' | 'readArrays' | 'transaction'> & { prepared?: unknown } = {
     ...statements(span, db),
     read: <R>(name: string, text: string, params: readonly unknown[]) => span(text, () => db.read<R>(name, text, params)),
     readArrays: (name: string, text: string, params: readonly unknown[]) => span(text, () => db.readArrays(name, text, params)),
-    transaction: <T>(work: (tx: Transaction) => Promise<T>) =>
-      span('\0transaction', () => db.transaction((tx) => work({ ...statements(span, tx), lastStatementsIssued: () => tx.lastStatementsIssued() })), 'transaction'),
+    // No span of its own: its statements are the caller's children (a group commit's span
+    // already times its batch's transaction; a sampled create would pay one more span for it).
+    transaction: <T>(work: (tx: Transaction) => Promise<T>) => db.transaction((tx) => work({ ...statements(span, tx), lastStatementsIssued: () => tx.lastStatementsIssued() })),
   };
   const prepared = (db as { prepared?: (name: string, text: string, values: readonly unknown[]) => Promise<unknown[]> }).prepared;
   if (prepared) traced.prepared = (name: string, text: string, values: readonly unknown[]) => span(text, () => prepared.call(db, name, text, values));
