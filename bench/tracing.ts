@@ -1,7 +1,9 @@
 // The tracing rows (issue 28): the same store served three more times — tracing off, on at
 // 100 % to a local OTLP receiver (bench/otlp-sink.ts), and parent-based 1 % — and list20,
 // get-by-id and create measured on each, side by side in a balanced order, each row with its
-// cost against the off service of the same run.
+// cost against the off service of the same run. Then paired rounds: the three take the load at
+// once (sharing the server's CPU), so a slow spell of the machine hits all of them alike, and
+// each round's CPU per request is a ratio to off's in the same seconds.
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AcRequest, type LoadResult, runLoad } from './lib/load.js';
@@ -71,6 +73,34 @@ export interface TracingMeasure {
   log(message: string): void;
 }
 
+/** Paired rounds of the load on every service at once. */
+const PAIRED_ROUNDS = 5;
+
+/** Each service's server CPU per request over PAIRED_ROUNDS rounds of the load on all of them at once. */
+async function pairedRounds(services: TracingService[], m: TracingMeasure, requests: () => AcRequest[]): Promise<Map<TracingService, number[]>> {
+  const perRound = new Map(services.map((s) => [s, [] as number[]]));
+  const duration = Math.max(2, Math.round(m.duration / 2));
+  for (let round = 0; round < PAIRED_ROUNDS; round++) {
+    await sleep(250);
+    const loads = await Promise.all(services.map((s) => runLoad({ url: s.url, serverPid: s.child.pid, connections: 50, duration, requests: requests() })));
+    services.forEach((s, i) => perRound.get(s)!.push(loads[i]!.serverCpuUsPerRequest));
+  }
+  return perRound;
+}
+
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/** "+12.3 %": the median over rounds of a service's CPU per request against off's in the same round. */
+function pairedCost(rounds: readonly number[], off: readonly number[]): string {
+  const ratios = rounds.map((us, i) => us / off[i]! - 1);
+  const pct = (x: number) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)} %`;
+  return `paired (all three loaded at once, ${ratios.length} rounds): server CPU ${pct(median(ratios))} vs off (rounds ${ratios.map((x) => pct(x).replace(' ', '')).join(', ')})`;
+}
+
 /** Rows per scenario and mode, in the order off, 100, 1, 1, 100, off (each mode's mean position the same). */
 export async function measureTracing(services: TracingService[], m: TracingMeasure): Promise<Row[]> {
   const rows: Row[] = [];
@@ -87,10 +117,16 @@ export async function measureTracing(services: TracingService[], m: TracingMeasu
       m.log(`tracing ${id} @${s.mode}: ${Math.round(load.reqPerSec)} req/s, p99 ${load.latencyMs.p99.toFixed(2)} ms (${load.serverCpuUsPerRequest.toFixed(0)} µs/req)`);
     }
     const off = m.joinLoads(runsOf.get(services[0]!)!);
+    const paired = await pairedRounds(services, m, requests);
     for (const s of services) {
       const runs = runsOf.get(s)!;
       const load = m.joinLoads(runs);
-      const cost = s.mode === 'off' ? '' : `; cost vs off: ${(100 * (1 - load.reqPerSec / off.reqPerSec)).toFixed(1)}% req/s, server CPU ${load.serverCpuUsPerRequest.toFixed(0)} vs ${off.serverCpuUsPerRequest.toFixed(0)} µs/req`;
+      const cost =
+        s.mode === 'off'
+          ? ''
+          : `; cost vs off: ${(100 * (1 - load.reqPerSec / off.reqPerSec)).toFixed(1)}% req/s, server CPU ${load.serverCpuUsPerRequest.toFixed(0)} vs ${off.serverCpuUsPerRequest.toFixed(0)} µs/req; ` +
+            pairedCost(paired.get(s)!, paired.get(services[0]!)!);
+      m.log(`tracing ${id} @${s.mode} paired: ${paired.get(s)!.map((us) => us.toFixed(0)).join(', ')} µs/req`);
       rows.push({
         id: `tracing-${id}-${s.mode}`,
         scenario: `${MODES[s.mode].title}: ${title}`,
