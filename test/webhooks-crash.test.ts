@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Backend, backends, postgresBackend, sqliteBackend } from './helpers/backends.js';
 import { createFixture, type Fixture, killAndDrop, type ServerChild, startServer } from './helpers/durability.js';
 import { startServerProcess } from './helpers/process.js';
+import { eventually } from './helpers/receiver.js';
 import { checkReceived, createPets, listDeliveries, listEvents, type Receiver, registerEndpoint, startReceiver, WEBHOOK_ENV } from './helpers/webhooks.js';
 
 /**
@@ -38,18 +39,6 @@ async function receivedAtLeast(receiver: Receiver, count: number, timeoutMs: num
   while (receiver.received.length < count) {
     assert.ok(Date.now() < deadline, `only ${receiver.received.length} of ${count} deliveries received after ${timeoutMs} ms`);
     await sleep(20);
-  }
-}
-
-/**
- * Resolves once some request is received and not yet answered (an attempt is in flight);
- * fails after timeoutMs. Between two batches none is, and a kill there would cut nothing off.
- */
-async function attemptInFlight(receiver: Receiver, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!receiver.received.some((r) => !r.answered)) {
-    assert.ok(Date.now() < deadline, `no delivery in flight after ${timeoutMs} ms (${receiver.received.length} received)`);
-    await sleep(5);
   }
 }
 
@@ -93,7 +82,8 @@ async function slowDeliveriesInFlight(t: TestContext, backend: Backend, extraEnv
   const { endpoint } = await backlog(fixture, receiver, SLOW_EVENTS);
   state.server = await startServer(env);
   await receivedAtLeast(receiver, 40, 20_000);
-  await attemptInFlight(receiver, 20_000);
+  // Between two batches nothing is in flight, and a kill there would cut nothing off.
+  await eventually(async () => receiver.received.some((r) => !r.answered) || undefined, 20_000, 'a delivery received and not yet answered');
   return { fixture, receiver, env, endpoint, state };
 }
 

@@ -8,10 +8,9 @@
 // context was entered (the export's, say), the storage is disabled; the next context entered
 // enables it again. Node 24 propagates without hooks (AsyncContextFrame): nothing to switch off.
 import type { Context, ContextManager } from '@opentelemetry/api';
-import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-
-const sampled = (span: ReadableSpan | Span) => (span.spanContext().traceFlags & 1) === 1;
+import { isSampled } from './spans.js';
 
 /** True when this process's AsyncLocalStorage runs on async_hooks (Node before 24, or 24+ with --no-async-context-frame). */
 export function storageUsesHooks(version = process.versions.node, flags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)]): boolean {
@@ -59,10 +58,10 @@ export function idleContext(): IdleContext {
   const storage = (manager as unknown as { _asyncLocalStorage: { enabled?: boolean } })._asyncLocalStorage;
   const processor: SpanProcessor = {
     onStart: (span) => {
-      if (sampled(span)) open++;
+      if (isSampled(span)) open++;
     },
     onEnd: (span) => {
-      if (sampled(span) && --open === 0) checkSoon();
+      if (isSampled(span) && --open === 0) checkSoon();
     },
     forceFlush: () => Promise.resolve(),
     shutdown: () => Promise.resolve(),
@@ -74,4 +73,3 @@ export function idleContext(): IdleContext {
   };
 }
 
-export type { Context };

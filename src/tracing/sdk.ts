@@ -11,7 +11,7 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { rootSampling, samplerFromEnv } from './sampler.js';
 import { idleContext, storageUsesHooks } from './context.js';
 import { serverSpanOf } from './server-span.js';
-import { activeSampled, within } from './spans.js';
+import { activeSampled, isSampled, within } from './spans.js';
 import { tracedDatabase, tracedSql } from './sql.js';
 import type { StoredTrace, TracingHooks } from './switch.js';
 
@@ -66,7 +66,7 @@ function countingProcessor(batch: BatchSpanProcessor, dropped: Dropped): SpanPro
   return {
     onStart: (span, parent) => batch.onStart(span, parent),
     onEnd(span: ReadableSpan) {
-      if ((span.spanContext().traceFlags & 1) === 1 && queue._finishedSpans && queue._maxQueueSize !== undefined && queue._finishedSpans.length >= queue._maxQueueSize) {
+      if (isSampled(span) && queue._finishedSpans && queue._maxQueueSize !== undefined && queue._finishedSpans.length >= queue._maxQueueSize) {
         dropped.queueFull++;
       }
       batch.onEnd(span);

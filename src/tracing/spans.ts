@@ -39,7 +39,7 @@ export function within<T>(span: Span, work: () => Promise<T>): Promise<T> {
  * ended, such as a callback hook's whose continuation runs in its context, no longer records, yet
  * its trace is kept).
  */
-export const isSampled = (span: Span): boolean => (span.spanContext().traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED;
+export const isSampled = (span: Pick<Span, 'spanContext'>): boolean => (span.spanContext().traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED;
 
 /** Whether the active span's trace is sampled; undefined when no span is active. */
 export function activeSampled(): boolean | undefined {
