@@ -2,9 +2,11 @@
 // checkpoint copies them into the database file. SQLite runs it inside the commit that crosses
 // wal_autocheckpoint, so a request now and then waited for megabytes to be copied and synced
 // (random-page writes such as PATCHes cross it every few batches). A thread of the server's
-// copies them every interval instead, over a connection of its own; the writer's own checkpoint
-// remains as a backstop should the thread fall behind. Commits stay durable either way: each
-// one syncs the WAL before it returns.
+// copies them every second instead, over a connection of its own: a page rewritten several
+// times in that second (a pet patched again, an index page) is copied once. Under continuous
+// writes the WAL is never wholly copied when the next commit starts, so it only restarts after
+// the writer's own checkpoint (the backstop), which then copies what the thread has not yet.
+// Commits stay durable either way: each one syncs the WAL before it returns.
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
@@ -12,8 +14,16 @@ export interface Checkpointer {
   stop(): Promise<void>;
 }
 
-/** The WAL size (pages) at which the writer checkpoints itself: the thread should never let it grow so far. */
-export const BACKSTOP_PAGES = 10_000;
+/**
+ * The WAL size (pages) at which the writer checkpoints itself, letting the WAL restart from its
+ * start. Well above a second of writes (~10 000 pages at 15 000 PATCHes/s), so the thread, not
+ * a commit, copies nearly all of them; the WAL file can reach ~160 MB under sustained writes
+ * (docs/performance.md, "PATCH, eighth round").
+ */
+export const BACKSTOP_PAGES = 40_000;
+
+/** How often the thread checkpoints. */
+export const CHECKPOINT_INTERVAL_MS = 1000;
 
 interface ThreadData {
   driver: string;
@@ -44,7 +54,7 @@ function checkpointThread(load: NodeJS.Require): void {
   });
 }
 
-export function startCheckpointer(file: string, intervalMs = 100): Checkpointer {
+export function startCheckpointer(file: string, intervalMs = CHECKPOINT_INTERVAL_MS): Checkpointer {
   const workerData: ThreadData = { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, intervalMs };
   const worker = new Worker(`(${checkpointThread.toString()})(require)`, { eval: true, workerData });
   // A thread that cannot start or fails leaves the backstop to do the work.
