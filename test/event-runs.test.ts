@@ -123,6 +123,37 @@ for (const backend of backends) {
   });
 }
 
+for (const backend of backends) {
+  describe(`event log runs of changes (${backend.name})`, () => {
+    test('when 20 PATCHes of one account commit in one batch, then their pet.updated events are one row but read as one event each: listed in order, got by id, each with its own previous name', async (t) => {
+      const database = await backend.createDatabase();
+      t.after(() => database.drop());
+      const app = await startApp(t, { backend, databaseUrl: database.url, env: { PETSTORE_RATE_LIMIT_PER_SECOND: '1000000', PETSTORE_RATE_LIMIT_BURST: '1000000' } });
+      const owner = await app.createAccount('Change runs');
+      const pets = await Promise.all(Array.from({ length: 20 }, (_, i) => app.services.pets.create(owner.accountId, { name: `Before ${i}`, categoryId: 1 })));
+      const before = await logRows(backend, database.url, owner.accountId);
+      // One event-loop turn through the service: one batch, one transaction, one append.
+      const after = await Promise.all(pets.map((pet, i) => app.services.petChanges.update(owner.accountId, pet.id, { name: `After "${i}" \\ ü` })));
+      const stored = await logRows(backend, database.url, owner.accountId);
+      assert.equal(stored.events - before.events, 20);
+      assert.equal(stored.rows - before.rows, 1, 'the batch\'s 20 pet.updated events are one row');
+
+      const all = (await app.request('GET', '/v1/events?limit=100&type=pet.updated', { key: owner.key })).body as Array<Event & { data: { previousAttributes: { name: string } } }>;
+      assert.deepEqual(all.map((e) => e.sequence), Array.from({ length: 20 }, (_, i) => 21 + i));
+      assert.equal(new Set(all.map((e) => e.id)).size, 20, 'distinct ids');
+      all.forEach((event, i) => {
+        assert.deepEqual(event.data.object, after[i], `event ${event.sequence}`);
+        assert.deepEqual(event.data.previousAttributes, { name: `Before ${i}` });
+      });
+      for (const event of all) assert.deepEqual((await app.request('GET', `/v1/events/${event.id}`, { key: owner.key })).body, event);
+      for (let from = 18; from <= 40; from++) {
+        const res = await app.request('GET', `/v1/events?limit=3&after=${from}`, { key: owner.key });
+        assert.deepEqual((res.body as Event[]).map((e) => e.sequence), [from + 1, from + 2, from + 3].filter((seq) => seq <= 40), `after=${from}`);
+      }
+    });
+  });
+}
+
 describe('a pet run row (event-log.ts)', () => {
   test('when a pet run is decoded, then each event is byte for byte the data petCreatedEvent writes for the pet, with or without a status', () => {
     const pets = [

@@ -3,7 +3,8 @@
 // orders the account's events by commit) and the events. A rolled-back change takes them with
 // it. Rows and runs are encoded and decoded in ../event-log.ts.
 import type { Sql, SqlDatabase } from '../core/sql.js';
-import { EVENT_COLUMNS, eventRepository, type EventRow, LEGACY_EVENT_ID, randomHex20, runOf } from '../event-log.js';
+import { EVENT_COLUMNS, eventRepository, type EventRow, LEGACY_EVENT_ID, runOf, runRows } from '../event-log.js';
+import { intArrayText } from '../core/dialect.js';
 import type { EventRepository, NewEvent } from '../events.js';
 import { activeTraceparent } from '../../tracing/switch.js';
 
@@ -27,20 +28,25 @@ export const petRunsInsertSql = (next: string, p: number) => `
         AS r(account_id, first_random, more_ids, created_at, data, trace)
         ON r.account_id = n.account_id`;
 
+// The account's counter and its events as rows (runRows: a run of consecutive events of one kind
+// is one row), numbered from the counter: a PATCH batch's pet.updated events are one row, not
+// one each (each row costs a heap and a key insert inside the batch that holds the lock).
 const APPEND_SQL = `
   WITH next AS (UPDATE accounts SET last_event_seq = last_event_seq + $2 WHERE id = $1 RETURNING last_event_seq - $2 AS base)
-  INSERT INTO events (account_id, seq, id, type, created_at, data, trace)
-  SELECT $1, next.base + t.ord, ${eventIdSql('next.base + t.ord', 't.random')}, t.type, $3, t.data, $7::text
-  FROM next, unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS t(type, data, random, ord)`;
+  INSERT INTO events (account_id, seq, span, id, more_ids, type, created_at, data, trace)
+  SELECT $1, next.base + t.seq, t.span, ${eventIdSql('next.base + t.seq', 't.random')}, t.more_ids, t.type, $3, t.data, t.trace
+  FROM next, unnest($4::bigint[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+    AS t(seq, span, random, more_ids, type, data, trace)`;
 
-const appendParams = (accountId: string, events: readonly NewEvent[], createdAt: string) => [
-  accountId, events.length, createdAt, events.map((e) => e.type), events.map((e) => e.data), events.map(randomHex20),
-  // In the request's context: its trace is stored with its events (each a row of its own here).
-  activeTraceparent() ?? null,
+/** The rows' columns as APPEND_SQL's arrays; seq relative to the counter (runRows from 1). */
+const appendParams = (accountId: string, events: readonly NewEvent[], createdAt: string, rows: readonly EventRow[]) => [
+  accountId, events.length, createdAt, intArrayText(rows.map((row) => row.seq)), intArrayText(rows.map((row) => row.span)),
+  // eventId()'s 20 random digits end the id runRows made; the statement writes the real sequence before them.
+  rows.map((row) => row.id.slice(-20)), rows.map((row) => row.more_ids), rows.map((row) => row.type), rows.map((row) => row.data), rows.map((row) => row.trace ?? null),
 ];
 
-const appended = (accountId: string, rows: number | null, events: readonly NewEvent[]) => {
-  if (rows !== events.length) throw new Error(`no account ${accountId}: events not written`);
+const appended = (accountId: string, inserted: number | null, rows: readonly EventRow[]) => {
+  if (inserted !== rows.length) throw new Error(`no account ${accountId}: events not written`);
 };
 
 // Per account, its events before the first one young enough to keep (found by walking the key
@@ -66,7 +72,10 @@ export function createPostgresEvents(db: SqlDatabase, enabled: boolean): EventRe
   return eventRepository({
     async append(tx: Sql, accountId, events, createdAt) {
       if (!enabled || events.length === 0) return;
-      appended(accountId, await tx.run(APPEND_SQL, appendParams(accountId, events, createdAt)), events);
+      // In the request's context: its trace is stored with its events.
+      const trace = activeTraceparent();
+      const rows = runRows(1, events.map((event) => ({ accountId, event, createdAt, trace })));
+      appended(accountId, await tx.run(APPEND_SQL, appendParams(accountId, events, createdAt, rows)), rows);
     },
     rowsFrom: (accountId, after, limit, types) => {
       const from = `seq >= COALESCE(${runOf('$1', '$2::bigint + 1')}, 0)`;

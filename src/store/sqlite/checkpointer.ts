@@ -67,6 +67,9 @@ export function startCheckpointer(file: string, intervalMs = CHECKPOINT_INTERVAL
   return {
     stop() {
       if (!stopping) {
+        // Referenced while it stops: an unreferenced thread would let a process with nothing else
+        // left to wait for exit before its close finished (and logged "shut down cleanly").
+        worker.ref();
         worker.postMessage('stop');
         stopping = exited;
       }
