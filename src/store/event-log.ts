@@ -6,6 +6,7 @@ import { randomFillSync } from 'node:crypto';
 import { type EventType, typesOf } from '../schemas/events.js';
 import type { NewPet, Pet } from '../schemas/index.js';
 import type { EventRepository, NewEvent, StoredEvent } from './events.js';
+import { activeTraceparent } from '../tracing/switch.js';
 
 /**
  * A row of the event log: a run of `span` consecutive events of one account, one kind and one
@@ -135,6 +136,12 @@ export interface EventWrite {
   createdAt: string;
   /** The traceparent of the request that made it (tracing on). */
   trace?: string | undefined;
+}
+
+/** One append call's events as writes, in the request's context: its traceparent is stored with each. */
+export function appendWrites(accountId: string, events: readonly NewEvent[], createdAt: string): EventWrite[] {
+  const trace = activeTraceparent();
+  return events.map((event) => ({ accountId, event, createdAt, trace }));
 }
 
 /** Consecutive writes of one account, in order (each group takes the account's counter once). */

@@ -3,10 +3,9 @@
 // orders the account's events by commit) and the events. A rolled-back change takes them with
 // it. Rows and runs are encoded and decoded in ../event-log.ts.
 import type { Sql, SqlDatabase } from '../core/sql.js';
-import { EVENT_COLUMNS, eventRepository, type EventRow, LEGACY_EVENT_ID, runOf, runRows } from '../event-log.js';
+import { appendWrites, EVENT_COLUMNS, eventRepository, type EventRow, LEGACY_EVENT_ID, runOf, runRows } from '../event-log.js';
 import { intArrayText } from '../core/dialect.js';
 import type { EventRepository, NewEvent } from '../events.js';
-import { activeTraceparent } from '../../tracing/switch.js';
 
 /**
  * SQL for the id of the event with sequence `seq`, as eventId() (event-log.ts) makes it, its
@@ -72,9 +71,7 @@ export function createPostgresEvents(db: SqlDatabase, enabled: boolean): EventRe
   return eventRepository({
     async append(tx: Sql, accountId, events, createdAt) {
       if (!enabled || events.length === 0) return;
-      // In the request's context: its trace is stored with its events.
-      const trace = activeTraceparent();
-      const rows = runRows(1, events.map((event) => ({ accountId, event, createdAt, trace })));
+      const rows = runRows(1, appendWrites(accountId, events, createdAt));
       appended(accountId, await tx.run(APPEND_SQL, appendParams(accountId, events, createdAt, rows)), rows);
     },
     rowsFrom: (accountId, after, limit, types) => {

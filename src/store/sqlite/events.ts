@@ -2,10 +2,9 @@
 // changes (the transactional outbox), numbered from the account's counter; a rolled-back change
 // takes its events with it. Rows and runs are encoded and decoded in ../event-log.ts.
 import type { Sql, SqlDatabase } from '../core/sql.js';
-import { byAccount, EVENT_COLUMNS, eventRepository, type EventRow, type EventWrite, LEGACY_EVENT_ID, runOf, runRows } from '../event-log.js';
+import { appendWrites, byAccount, EVENT_COLUMNS, eventRepository, type EventRow, type EventWrite, LEGACY_EVENT_ID, runOf, runRows } from '../event-log.js';
 import type { EventRepository } from '../events.js';
 import { nextIds } from '../accounts.js';
-import { activeTraceparent } from '../../tracing/switch.js';
 
 export interface SqliteEventRepository extends EventRepository {
   /**
@@ -59,11 +58,7 @@ async function pruneAccount(tx: Sql, accountId: string, before: string): Promise
 export function createSqliteEvents(db: SqlDatabase, enabled: boolean): SqliteEventRepository {
   const many = enabled ? appendMany : async () => {};
   const repository = eventRepository({
-    append: (tx, accountId, events, createdAt) => {
-      // In the request's context: its trace is stored with its events.
-      const trace = activeTraceparent();
-      return many(tx, events.map((event) => ({ accountId, event, createdAt, trace })));
-    },
+    append: (tx, accountId, events, createdAt) => many(tx, appendWrites(accountId, events, createdAt)),
     rowsFrom: (account, after, limit, types) =>
       types === undefined
         ? db.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE ${FROM} ORDER BY seq LIMIT @limit`, { account, after, limit })
