@@ -4,9 +4,11 @@
 // enters until disable(), a hook runs for every promise and resource the process creates, ~10 %
 // of a create's CPU on Node 20 whether or not the request is sampled. At a low ratio most of that
 // time no sampled span is open, and nothing needs a context. So the count of open sampled spans
-// is kept (a span processor), and when it is zero on the turn after a sampled span ended or a
-// context was entered (the export's, say), the storage is disabled; the next context entered
-// enables it again. Node 24 propagates without hooks (AsyncContextFrame): nothing to switch off.
+// is kept (a span processor): the storage is disabled the moment the last one ends, or on the
+// turn after a context was entered outside any (the export's, say); the next context entered
+// enables it again. Waiting a turn after the last span too kept it on for the whole next round
+// of the event loop, ~30 % of the time at 1 % on a fast-path read (docs/performance.md).
+// Node 24 propagates without hooks (AsyncContextFrame): nothing to switch off.
 import type { Context, ContextManager } from '@opentelemetry/api';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -44,7 +46,7 @@ class CheckingContextManager extends AsyncLocalStorageContextManager {
 export function idleContext(): IdleContext {
   let open = 0;
   let checking = false;
-  // On the next turn: a span ended in this one may be followed at once by another's start.
+  // On the next turn: what entered a context may still be running in it this turn.
   const check = () => {
     checking = false;
     if (open === 0) manager.disable();
@@ -61,7 +63,8 @@ export function idleContext(): IdleContext {
       if (isSampled(span)) open++;
     },
     onEnd: (span) => {
-      if (isSampled(span) && --open === 0) checkSoon();
+      // Nothing left that needs a context: what runs on in an ended span's context starts no spans of ours.
+      if (isSampled(span) && --open === 0) manager.disable();
     },
     forceFlush: () => Promise.resolve(),
     shutdown: () => Promise.resolve(),
