@@ -58,6 +58,8 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 // commit) with this harness, for side-by-side runs (bench/side-by-side.sh).
 const SERVICE_ROOT = process.env.PETSTORE_BENCH_SERVICE_ROOT || ROOT;
 const BIN = path.join(SERVICE_ROOT, 'bin', 'petstore.js');
+// PETSTORE_BENCH_NODE_ARGS="--flag …": Node or V8 flags for the measured service (V8's are refused in NODE_OPTIONS).
+const NODE_ARGS = (process.env.PETSTORE_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 const RESULTS = path.join(ROOT, 'bench', 'results');
 
 const CATALOG_PETS = 100_000;
@@ -436,7 +438,7 @@ async function main(): Promise<number> {
     if (opts.pin && !pinned) log('not pinning CPUs (needs 2+ cores and taskset)');
     const serverCpu = pinned ? SERVER_CPU : undefined;
 
-    const serverArgs = [...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), BIN, 'serve'];
+    const serverArgs = [...NODE_ARGS, ...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), BIN, 'serve'];
     const serviceLog = logsRequests(opts.logLevel) ? path.join(tmp, 'service.log') : undefined;
     const service = startChild('service', serverArgs, env, { cwd: SERVICE_ROOT, forward: true, cpu: serverCpu, ...(serviceLog ? { stdoutFile: serviceLog } : {}) });
     const ctx: Context = { baseUrl: `http://127.0.0.1:${port}`, seed, deepPath: undefined };
@@ -526,7 +528,7 @@ async function main(): Promise<number> {
       '',
       `Machine: ${machineLine(machine)}; CPU in use by others just before the run: ${Math.round(busyBeforePct)}% of a core.`,
       '',
-      `${storeLine} Service log level: ${opts.logLevel}${Object.keys(opts.settings).length ? `; settings ${Object.entries(opts.settings).map(([k, v]) => `${k}=${v}`).join(', ')}` : ''}. Catalogue: one account with ${CATALOG_PETS.toLocaleString('en-US')} pets (and ${OTHER_PETS.toLocaleString('en-US')} for each of two others, interleaved).`,
+      `${storeLine} Service log level: ${opts.logLevel}${NODE_ARGS.length ? `; node flags ${NODE_ARGS.join(' ')}` : ''}${Object.keys(opts.settings).length ? `; settings ${Object.entries(opts.settings).map(([k, v]) => `${k}=${v}`).join(', ')}` : ''}. Catalogue: one account with ${CATALOG_PETS.toLocaleString('en-US')} pets (and ${OTHER_PETS.toLocaleString('en-US')} for each of two others, interleaved).`,
       '',
       `Each row: ${opts.duration} s of load from autocannon in the bench process over loopback, after a ${opts.warmup} s warm-up at ${WARMUP_CONNECTIONS} connections per scenario` +
         `${pinned ? `; service and ceiling pinned to CPU ${SERVER_CPU}, bench to CPU ${BENCH_CPU}` : '; no CPU pinning'}. ` +
