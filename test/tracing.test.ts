@@ -229,6 +229,29 @@ describe('tracing switches (sqlite)', () => {
     assert.ok(mine.some((s) => s.name.startsWith('INSERT') || s.name === 'group commit'), 'the sampled create has its store spans');
   });
 
+  test('when the fast path hands dropped requests to Fastify in the turn it answers a sampled one, then the sampled trace holds its server span alone', async () => {
+    const { serve, key } = await start({ ...TRACE_ENV(otlp, 'http/json'), OTEL_SERVICE_NAME: 'petstore-turn', OTEL_BSP_SCHEDULE_DELAY: '50' });
+    assert.equal((await httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } })).status, 201);
+    // Fills the key's and the page's caches: the sampled reads below are the fast path's own answers.
+    assert.equal((await httpRequest(serve.url, 'GET', '/v1/pets?limit=5', { key })).status, 200);
+    const kept: string[] = [];
+    for (let round = 0; round < 8; round++) {
+      const [header, traceId] = traceparent();
+      kept.push(traceId);
+      const unsampled = `00-${hex(16)}-${hex(8)}-00`;
+      // A bad cursor is taken by the fast path and handed to Fastify, which refuses it (400).
+      const answers = await Promise.all([
+        httpRequest(serve.url, 'GET', '/v1/pets?limit=5', { key, headers: { traceparent: header } }),
+        ...Array.from({ length: 6 }, () => httpRequest(serve.url, 'GET', '/v1/pets?limit=5&cursor=bogus', { key, headers: { traceparent: unsampled } })),
+      ]);
+      assert.deepEqual(answers.map((a) => a.status), [200, 400, 400, 400, 400, 400, 400]);
+    }
+    for (const traceId of kept) await otlp.waitFor((s) => s.traceId === traceId && s.kind === SERVER);
+    await sleep(300);
+    const mine = otlp.spans.filter((s) => s.resource['service.name'] === 'petstore-turn' && kept.includes(s.traceId));
+    assert.deepEqual(mine.map((s) => `${s.name} ${String(s.attributes['http.response.status_code'])}`), kept.map(() => 'GET /v1/pets 200'));
+  });
+
   test('when a trace-id ratio decides new traces, then exactly the requests whose logged trace id the ratio keeps are exported, and the dropped ones still log their ids', async () => {
     const { serve, key } = await start({
       ...TRACE_ENV(otlp, 'http/json'), OTEL_SERVICE_NAME: 'petstore-half', OTEL_BSP_SCHEDULE_DELAY: '50',

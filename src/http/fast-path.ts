@@ -68,6 +68,8 @@ interface Pending {
   authorization: string;
   givenRequestId: string | undefined;
   start: number;
+  /** Fastify's handler, for a request the fast path hands back (under the request's own trace context when sampled). */
+  fallback: Handler;
 }
 
 /** The onResponse hook's "request completed" line, with the fields taken as Fastify takes them. */
@@ -136,7 +138,6 @@ class FastPath {
   private readonly recordList: (ms: number, traceId?: string) => void;
   private readonly writeRequestLine: (request: CompletedRequest) => void;
   private pending: Pending[] = [];
-  private fallback: Handler = () => undefined;
   private readonly traced = tracingHooks !== undefined;
 
   constructor(
@@ -171,8 +172,7 @@ class FastPath {
       }
     }
     if (authorization === undefined) return false;
-    this.fallback = fallback;
-    if (this.pending.push({ req, res, taken, authorization, givenRequestId, start: performance.now() }) === 1) setImmediate(this.flush);
+    if (this.pending.push({ req, res, taken, authorization, givenRequestId, start: performance.now(), fallback }) === 1) setImmediate(this.flush);
     return true;
   };
 
@@ -189,9 +189,7 @@ class FastPath {
         // On a store without a cache, the account to read for comes back.
         if (typeof answered === 'object') {
           reads ??= new Map();
-          const { taken } = item;
-          const read = taken.kind === 'listPets' ? this.readPage(reads, answered.accountId, taken.query) : this.readPet(reads, answered.accountId, taken.id);
-          void this.answerFromStore(item, answered, read);
+          void this.answerFromStore(item, answered, this.readFor(reads, item, answered.accountId));
           continue;
         }
         done = answered;
@@ -204,7 +202,7 @@ class FastPath {
           continue;
         }
       }
-      if (!done) this.fallback(item.req, item.res);
+      if (!done) item.fallback(item.req, item.res);
     }
   };
 
@@ -297,8 +295,16 @@ class FastPath {
         return;
       }
     } finally {
-      if (!done && !item.res.headersSent) this.fallback(item.req, item.res);
+      if (!done && !item.res.headersSent) item.fallback(item.req, item.res);
     }
+  }
+
+  /** The store read `item` needs, started under its own trace context when sampled (the flush runs in none). */
+  private readFor(reads: Reads, item: Pending, accountId: string): Promise<SentPage> {
+    const { taken } = item;
+    const read = () => (taken.kind === 'listPets' ? this.readPage(reads, accountId, taken.query) : this.readPet(reads, accountId, taken.id));
+    const span = this.traced ? serverSpanOf(item.req) : undefined;
+    return span ? span.run(read) : read();
   }
 
   /**

@@ -103,10 +103,10 @@ export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTime
           keepAliveTimeout: 72_000,
         },
         tracing
-          ? (req, res) =>
-              traceRequest(tracing, req, res, () => {
-                if (!interceptor(req, res, handler)) handler(req, res);
-              })
+          ? (req, res) => {
+              const inSpan = traceRequest(tracing, req, res, handler);
+              if (!interceptor(req, res, inSpan)) inSpan(req, res);
+            }
           : (req, res) => {
               // Requests the interceptor takes, it answers or hands back to `handler` itself.
               if (!interceptor(req, res, handler)) handler(req, res);
