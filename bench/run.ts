@@ -93,8 +93,9 @@ store, one with no log level configured (info, as shipped) and one at warn, and 
 get-by-id on each, one after the other, reporting the loss of info against warn.
 
 The tracing scenario starts three more services on the same store (tracing off; on at 100 % to a
-local OTLP receiver, bench/otlp-sink.ts on the bench's CPU; on at parent-based 1 %) and measures
-list20, get-by-id and create on each, in the order off, 100, 1, 1, 100, off, each row with its cost;
+local OTLP receiver, bench/otlp-sink.ts on the bench's CPU; on at parent-based 1 %), warms the three
+up together (10 s of each scenario on all three at once: at 1 % the sampled path is optimised late),
+and measures list20, get-by-id and create on each, in the order off, 100, 1, 1, 100, off, each row with its cost;
 then five paired rounds with the three loaded at once, whose median CPU-per-request ratio to off
 is the steadier figure on a noisy machine.`;
 

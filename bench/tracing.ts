@@ -76,6 +76,22 @@ export interface TracingMeasure {
 /** Paired rounds of the load on every service at once. */
 const PAIRED_ROUNDS = 5;
 
+/**
+ * Seconds of each scenario's load on all three services at once before any row. At 1 % the
+ * sampled path runs a hundredth as often as the rest, so V8 optimises it a hundred times later:
+ * its cost falls from +40-55 % in a service's first seconds to +6-12 % after a minute
+ * (docs/performance.md). The rows are the cost of a service that has been running, as an
+ * operator's is; each service gets the same warm-up.
+ */
+const SETTLE_SECONDS_PER_SCENARIO = 10;
+
+async function settle(services: TracingService[], m: TracingMeasure): Promise<void> {
+  for (const [id, , requests] of m.scenarios) {
+    m.log(`tracing: ${SETTLE_SECONDS_PER_SCENARIO} s of ${id} on all three at once (warm-up)`);
+    await Promise.all(services.map((s) => runLoad({ url: s.url, serverPid: s.child.pid, connections: m.warmupConnections, duration: SETTLE_SECONDS_PER_SCENARIO, requests: requests() })));
+  }
+}
+
 /** Each service's server CPU per request over PAIRED_ROUNDS rounds of the load on all of them at once. */
 async function pairedRounds(services: TracingService[], m: TracingMeasure, requests: () => AcRequest[]): Promise<Map<TracingService, number[]>> {
   const perRound = new Map(services.map((s) => [s, [] as number[]]));
@@ -106,6 +122,7 @@ export async function measureTracing(services: TracingService[], m: TracingMeasu
   const rows: Row[] = [];
   const connections = 50;
   const order = [0, 1, 2, 2, 1, 0].map((i) => services[i]!);
+  await settle(services, m);
   for (const [id, title, requests] of m.scenarios) {
     const runsOf = new Map<TracingService, LoadResult[]>();
     for (const s of order) {
