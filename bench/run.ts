@@ -96,7 +96,7 @@ The tracing scenario starts three more services on the same store (tracing off; 
 local OTLP receiver, bench/otlp-sink.ts on the bench's CPU; on at parent-based 1 %), warms the three
 up together (10 s of each scenario on all three at once: at 1 % the sampled path is optimised late),
 and measures list20, get-by-id and create on each, in the order off, 100, 1, 1, 100, off, each row with its cost;
-then five paired rounds with the three loaded at once, whose median CPU-per-request ratio to off
+then nine paired rounds with the three loaded at once, whose median CPU-per-request ratio to off
 is the steadier figure on a noisy machine.`;
 
 type StoreKind = 'sqlite' | 'postgres';

@@ -73,8 +73,8 @@ export interface TracingMeasure {
   log(message: string): void;
 }
 
-/** Paired rounds of the load on every service at once. */
-const PAIRED_ROUNDS = 5;
+/** Paired rounds of the load on every service at once (five of half the duration spread by 10-40 points on a 2-core VM). */
+const PAIRED_ROUNDS = 9;
 
 /**
  * Seconds of each scenario's load on all three services at once before any row. At 1 % the
@@ -95,7 +95,7 @@ async function settle(services: TracingService[], m: TracingMeasure): Promise<vo
 /** Each service's server CPU per request over PAIRED_ROUNDS rounds of the load on all of them at once. */
 async function pairedRounds(services: TracingService[], m: TracingMeasure, requests: () => AcRequest[]): Promise<Map<TracingService, number[]>> {
   const perRound = new Map(services.map((s) => [s, [] as number[]]));
-  const duration = Math.max(2, Math.round(m.duration / 2));
+  const duration = Math.max(2, m.duration);
   for (let round = 0; round < PAIRED_ROUNDS; round++) {
     await sleep(250);
     const loads = await Promise.all(services.map((s) => runLoad({ url: s.url, serverPid: s.child.pid, connections: 50, duration, requests: requests() })));
