@@ -93,6 +93,9 @@ The defaults scenario (SQLite only; in the default run there) starts two more se
 store, one with no log level configured (info, as shipped) and one at warn, and measures list20 and
 get-by-id on each, one after the other, reporting the loss of info against warn.
 
+When create and patch both run, seven pairs of rounds follow on the same service (POST then PATCH,
+PATCH then POST, …): the PATCH target is the median of their PATCH ÷ POST req/s (bench/patch-pairs.ts).
+
 The tracing scenario starts three more services on the same store (tracing off; on at 100 % to a
 local OTLP receiver, bench/otlp-sink.ts on the bench's CPU; on at parent-based 1 %), warms the three
 up together (10 s of each scenario on all three at once: at 1 % the sampled path is optimised late),
