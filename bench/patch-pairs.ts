@@ -44,9 +44,3 @@ export async function patchPostPairs(spec: PatchPairsSpec): Promise<number[]> {
   }
   return ratios;
 }
-
-export const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};

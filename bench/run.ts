@@ -43,6 +43,7 @@ import {
   machineInfo,
   machineLine,
   markdownTable,
+  median,
   type Row,
   rowHasErrors,
   type Target,
@@ -51,7 +52,7 @@ import {
 } from './lib/report.js';
 import { type Credentials, type SeedResult, seedStore } from './lib/seed.js';
 import { benchAdminUrl, createPostgresDatabase, DEFAULT_ADMIN_URL, serviceEnv } from './lib/service.js';
-import { median, PATCH_PAIRS, patchPostPairs } from './patch-pairs.js';
+import { PATCH_PAIRS, patchPostPairs } from './patch-pairs.js';
 import { measureTracing, startTracingServices, stopTracingServices, type TracingService } from './tracing.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

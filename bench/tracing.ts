@@ -8,7 +8,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AcRequest, type LoadResult, runLoad } from './lib/load.js';
 import { type Child, freePort, startChild, stopChild, waitForHttp } from './lib/procs.js';
-import type { Row } from './lib/report.js';
+import { median, type Row } from './lib/report.js';
 
 export type TracingMode = 'off' | 'on-100' | 'on-1';
 
@@ -103,12 +103,6 @@ async function pairedRounds(services: TracingService[], m: TracingMeasure, reque
   }
   return perRound;
 }
-
-const median = (values: readonly number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /** "+12.3 %": the median over rounds of a service's CPU per request against off's in the same round. */
 function pairedCost(rounds: readonly number[], off: readonly number[]): string {

@@ -147,3 +147,10 @@ export function machineLine(m: MachineInfo): string {
     `load average at start ${m.loadAvgAtStart.join(' / ')}; temp dir on ${m.tempDirFs}; git ${m.git}; ${m.date}`
   );
 }
+
+/** The middle value (the mean of the two middle ones for an even count): paired rounds' figure. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
