@@ -6,10 +6,11 @@
 // closes the client's connection as the instance did (the client sees a network error, as it
 // would from the instance itself) and never sends it twice.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { haproxySkip, type Haproxy, startHaproxy } from './helpers/haproxy.js';
+import { HAPROXY_CONFIG, haproxySkip, type Haproxy, startHaproxy } from './helpers/haproxy.js';
 
 interface Instance {
   address: string;
@@ -33,6 +34,8 @@ async function startInstance(answers: boolean): Promise<Instance> {
     req.resume();
     req.on('end', () => res.writeHead(req.method === 'POST' ? 201 : 200, { 'content-type': 'application/json' }).end('{}'));
   });
+  // As `petstore serve` does: "Keep-Alive: timeout=72" on every answer.
+  server.keepAliveTimeout = 72_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
@@ -102,5 +105,16 @@ describe('HAProxy retry policy (deploy/haproxy.cfg)', { skip: haproxySkip }, () 
     assert.equal(statuses.filter((s) => s === 0).length, closed, 'one closed connection for each POST the instance closed');
     assert.equal(statuses.filter((s) => s === 201).length, 9 - closed);
     assert.equal(answered().length, 9 - closed, 'no POST reached two instances');
+  });
+
+  test('when an instance announces a longer keep-alive than HAProxy keeps an idle client connection, then the client is told a time within HAProxy\'s', async () => {
+    const idle = /^\s*timeout http-keep-alive (\d+)s$/m.exec(readFileSync(HAPROXY_CONFIG, 'utf8'));
+    assert.ok(idle, 'deploy/haproxy.cfg sets timeout http-keep-alive in seconds');
+    const res = await fetch(`${lb.url}/v1/pets`, { signal: AbortSignal.timeout(5000) });
+    await res.arrayBuffer();
+    const announced = /^timeout=(\d+)$/.exec(res.headers.get('keep-alive') ?? '');
+    assert.ok(announced, `Keep-Alive: timeout=N announced (got ${res.headers.get('keep-alive')})`);
+    // A client keeping a connection for the announced time must not reach HAProxy's close.
+    assert.ok(Number(announced[1]) + 2 <= Number(idle[1]), `announced ${announced[1]} s, HAProxy closes after ${idle[1]} s`);
   });
 });
