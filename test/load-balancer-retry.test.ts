@@ -4,12 +4,14 @@
 // answer. A request a closed is repeated on another instance only when repeating it cannot
 // apply it twice (GET, HEAD, or a request with an Idempotency-Key); for any other HAProxy
 // closes the client's connection as the instance did (the client sees a network error, as it
-// would from the instance itself) and never sends it twice.
+// would from the instance itself) and never sends it twice. And the Keep-Alive time clients are
+// told is HAProxy's own, not the instances' longer one.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { KEEP_ALIVE_TIMEOUT_MS } from '../src/http/instance.js';
 import { HAPROXY_CONFIG, haproxySkip, type Haproxy, startHaproxy } from './helpers/haproxy.js';
 
 interface Instance {
@@ -34,8 +36,8 @@ async function startInstance(answers: boolean): Promise<Instance> {
     req.resume();
     req.on('end', () => res.writeHead(req.method === 'POST' ? 201 : 200, { 'content-type': 'application/json' }).end('{}'));
   });
-  // As `petstore serve` does: "Keep-Alive: timeout=72" on every answer.
-  server.keepAliveTimeout = 72_000;
+  // As `petstore serve` does: its Keep-Alive time on every answer.
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -70,6 +70,13 @@ function closeUnusedConnectionsWhenIdleOnesClose(server: Server): void {
   };
 }
 
+/**
+ * How long an idle connection stays open (announced as Keep-Alive: timeout=72). Longer than common
+ * load-balancer idle timeouts (60 s), so the balancer closes idle connections first and never
+ * sends on one we are closing.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+
 export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTimeoutMs'> & Partial<Pick<HttpConfig, 'trustedProxies'>>, logger: FastifyBaseLogger): Instance {
   const newRequestId = requestIdGenerator();
   const requestId = (given: string | string[] | undefined): string =>
@@ -98,9 +105,7 @@ export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTime
           connectionsCheckingInterval: Math.min(1000, http.requestTimeoutMs),
           // HTTP/1.0 clients may omit Host; we route on the path only.
           requireHostHeader: false,
-          // Longer than common load-balancer idle timeouts (60 s), so the balancer closes
-          // idle connections first and never sends on one we are closing.
-          keepAliveTimeout: 72_000,
+          keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
         },
         tracing
           ? (req, res) => {
