@@ -255,12 +255,64 @@ async function twoProcesses(t: TestContext, backend: Backend): Promise<Outcome> 
   return exercise({ writer: client(t, writer), reader: client(t, reader), key });
 }
 
+/**
+ * Two processes take turns changing the same pets, each with If-Match: first the tag from before
+ * the other's last change (412: that is stale), then the current one (200, the change applied
+ * over the other's). Each process keeps the pets it changed in its cache and a PATCH takes the
+ * pets it changes from there, so a stale copy would show here: a stale tag matching, or a change
+ * applied over a pet as it was before the other process's.
+ */
+async function takeTurns(ends: { a: Client; b: Client; key: string }): Promise<number> {
+  const model = new Map<number, Pet>();
+  const tags = new Map<number, { stale?: string; current: string }>();
+  for (let n = 0; n < 3; n++) {
+    const res = await request(ends.a, 'POST', '/v1/pets', ends.key, { body: { name: `Pet ${n}`, categoryId: CATEGORIES[n]!, status: 'available' } });
+    ok(res, 201, 'createPet');
+    model.set((res.body as Pet).id, res.body as Pet);
+    tags.set((res.body as Pet).id, { current: String(res.headers.etag) });
+  }
+  let refused = 0;
+  for (let i = 0; i < 36; i++) {
+    const id = [...model.keys()][i % model.size]!;
+    const path = `/v1/pets/${id}`;
+    const by = Math.floor(i / model.size) % 2 === 0 ? ends.a : ends.b;
+    const before = model.get(id)!;
+    // Each turn changes the pet (a no-op PATCH would keep its tag).
+    const otherCategory = CATEGORIES[(CATEGORIES.indexOf(before.categoryId as (typeof CATEGORIES)[number]) + 1) % CATEGORIES.length]!;
+    const patches: Patch[] = [{ name: `Turn ${i}` }, { status: before.status === 'pending' ? 'sold' : 'pending' }, { categoryId: otherCategory }];
+    const patch = patches[i % 3]!;
+    const tag = tags.get(id)!;
+    if (tag.stale !== undefined) {
+      const stale = await request(by, 'PATCH', path, ends.key, { body: patch, headers: { 'if-match': tag.stale } });
+      ok(stale, 412, `PATCH ${path} with the tag from before the other process's change (turn ${i})`);
+      assert.equal((stale.body as { code: string }).code, 'precondition_failed');
+      refused++;
+    }
+    const res = await request(by, 'PATCH', path, ends.key, { body: patch, headers: { 'if-match': tag.current } });
+    ok(res, 200, `PATCH ${path} with the current tag (turn ${i})`);
+    model.set(id, applied(before, patch));
+    assert.deepEqual(res.body, model.get(id), `PATCH ${path} applied over the other process's change (turn ${i}: ${JSON.stringify(patch)})`);
+    tags.set(id, { stale: tag.current, current: String(res.headers.etag) });
+  }
+  return refused;
+}
+
 describe('pet changes are seen at once by every process on the store', { concurrency: true }, () => {
   test(`when two serve processes share one SQLite file and one changes or deletes pets ${ITERATIONS} times, then the other never serves a stale pet, page, inventory or category`, { timeout: 300_000 }, async (t) => {
     const outcome = await twoProcesses(t, sqliteBackend);
     assert.equal(outcome.crossed, ITERATIONS, 'every read went to the other process');
     assert.ok(outcome.fastPath > 0, 'the reader answered from its cache (the fast path)');
     t.diagnostic(`${outcome.fastPath} reads answered from the reader's cache by the fast path`);
+  });
+
+  test('when two serve processes on one SQLite file take turns patching the same pets, then each PATCH starts from the other\'s change and a tag from before it is refused', { timeout: 120_000 }, async (t) => {
+    const database = await fresh(t, sqliteBackend);
+    const env = { ...ENV, PETSTORE_DATABASE_URL: database.url };
+    const a = stopAfter(t, await startServerProcess(env, [], { timeoutMs: 60_000 }));
+    const b = stopAfter(t, await startServerProcess(env, [], { timeoutMs: 60_000 }));
+    const { key } = await createAccountWithKey(env);
+    const refused = await takeTurns({ a: client(t, a), b: client(t, b), key });
+    assert.equal(refused, 33, 'every turn after a pet\'s first was tried with the stale tag first');
   });
 
   test(`when serve --workers 2 changes pets on one worker ${ITERATIONS} times, then the other worker never serves a stale pet, page, inventory or category`, { timeout: 300_000 }, async (t) => {
