@@ -245,22 +245,25 @@ function client(t: TestContext, server: ServerProcess): Client {
   return { server, agent };
 }
 
-/** Two processes (instances) on one store: changes through the first, reads through the second. */
-async function twoProcesses(t: TestContext, backend: Backend): Promise<Outcome> {
+/** Two processes (instances) on one store, a connection to each and an account's key, given to `run`. */
+async function twoProcesses<T>(t: TestContext, backend: Backend, run: (first: Client, second: Client, key: string) => Promise<T>): Promise<T> {
   const database = await fresh(t, backend);
   const env = { ...ENV, PETSTORE_DATABASE_URL: database.url };
-  const writer = stopAfter(t, await startServerProcess(env, [], { timeoutMs: 60_000 }));
-  const reader = stopAfter(t, await startServerProcess(env, [], { timeoutMs: 60_000 }));
+  const first = stopAfter(t, await startServerProcess(env, [], { timeoutMs: 60_000 }));
+  const second = stopAfter(t, await startServerProcess(env, [], { timeoutMs: 60_000 }));
   const { key } = await createAccountWithKey(env);
-  return exercise({ writer: client(t, writer), reader: client(t, reader), key });
+  return run(client(t, first), client(t, second), key);
 }
+
+/** Changes through the first process, reads through the second. */
+const writeThenRead = (writer: Client, reader: Client, key: string) => exercise({ writer, reader, key });
 
 /**
  * Two processes take turns changing the same pets, each with If-Match: first the tag from before
  * the other's last change (412: that is stale), then the current one (200, the change applied
- * over the other's). Each process keeps the pets it changed in its cache and a PATCH takes the
- * pets it changes from there, so a stale copy would show here: a stale tag matching, or a change
- * applied over a pet as it was before the other process's.
+ * over the other's). Each process has read and written these pets itself, so a PATCH that
+ * started from a copy of its own older than the other process's change would show here: a stale
+ * tag matching, or a change applied over the pet as it was before.
  */
 async function takeTurns(ends: { a: Client; b: Client; key: string }): Promise<number> {
   const model = new Map<number, Pet>();
@@ -299,19 +302,14 @@ async function takeTurns(ends: { a: Client; b: Client; key: string }): Promise<n
 
 describe('pet changes are seen at once by every process on the store', { concurrency: true }, () => {
   test(`when two serve processes share one SQLite file and one changes or deletes pets ${ITERATIONS} times, then the other never serves a stale pet, page, inventory or category`, { timeout: 300_000 }, async (t) => {
-    const outcome = await twoProcesses(t, sqliteBackend);
+    const outcome = await twoProcesses(t, sqliteBackend, writeThenRead);
     assert.equal(outcome.crossed, ITERATIONS, 'every read went to the other process');
     assert.ok(outcome.fastPath > 0, 'the reader answered from its cache (the fast path)');
     t.diagnostic(`${outcome.fastPath} reads answered from the reader's cache by the fast path`);
   });
 
   test('when two serve processes on one SQLite file take turns patching the same pets, then each PATCH starts from the other\'s change and a tag from before it is refused', { timeout: 120_000 }, async (t) => {
-    const database = await fresh(t, sqliteBackend);
-    const env = { ...ENV, PETSTORE_DATABASE_URL: database.url };
-    const a = stopAfter(t, await startServerProcess(env, [], { timeoutMs: 60_000 }));
-    const b = stopAfter(t, await startServerProcess(env, [], { timeoutMs: 60_000 }));
-    const { key } = await createAccountWithKey(env);
-    const refused = await takeTurns({ a: client(t, a), b: client(t, b), key });
+    const refused = await twoProcesses(t, sqliteBackend, (a, b, key) => takeTurns({ a, b, key }));
     assert.equal(refused, 33, 'every turn after a pet\'s first was tried with the stale tag first');
   });
 
@@ -331,7 +329,7 @@ describe('pet changes are seen at once by every process on the store', { concurr
     `when two instances share one PostgreSQL database and one changes or deletes pets ${ITERATIONS} times, then the other never serves a stale pet, page, inventory or category`,
     { timeout: 300_000, skip: postgresAdminUrl ? false : 'set PETSTORE_TEST_POSTGRES_URL to run it' },
     async (t) => {
-      const outcome = await twoProcesses(t, postgresBackend);
+      const outcome = await twoProcesses(t, postgresBackend, writeThenRead);
       assert.equal(outcome.crossed, ITERATIONS, 'every read went to the other instance');
       assert.ok(outcome.fastPath > 0, 'the reader answered pages and pets read by its fast path');
       t.diagnostic(`${outcome.fastPath} reads answered by the reader's fast path (from the store)`);
