@@ -12,7 +12,7 @@ import { lazyChildLoggerFactory } from '../logger.js';
 import type { App } from './plugin.js';
 import { hooks as tracingHooks, traceRequest } from '../tracing/switch.js';
 import { clientErrorHandler, frameworkErrorHandler, rawErrorReply } from './plugins/errors.js';
-import { compileOncePerSchema } from './serialization.js';
+import { serializersCompiledOnce } from './compile-once.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const KEY_SHAPED = /psk_(live|test)_/i;
@@ -96,7 +96,7 @@ export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTime
     childLoggerFactory: lazyChildLoggerFactory,
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,
-    schemaController: { compilersFactory: { buildSerializer: compileOncePerSchema() } },
+    schemaController: { compilersFactory: { buildSerializer: serializersCompiledOnce() } },
     // Slow clients (trickled headers or body) are cut off after requestTimeoutMs; Node checks
     // at connectionsCheckingInterval, which defaults to 30 s, so we bring it in line.
     serverFactory: (handler) => {

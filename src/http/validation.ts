@@ -4,6 +4,7 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { TSchema } from 'typebox';
+import { compiledOnce } from './compile-once.js';
 
 function newAjv(options: Options, schemas: TSchema[]): Ajv {
   // validateSchema off: checking our own schemas against the meta-schema at every start took a
@@ -35,19 +36,9 @@ function integerFields(schema: TSchema): string[] {
 /** A body schema marked with this may be left out entirely (no body at all); a body that is sent must match. */
 export const OPTIONAL_BODY = 'x-body-optional';
 
-/** The compiler, keeping what it compiled by the part's kind and the schema's JSON (routes repeat their parameters). */
+/** The compiler, compiling each schema once per kind of part (routes repeat their parameters). */
 export function createValidatorCompiler(schemas: TSchema[]): FastifySchemaCompiler<TSchema> {
-  const compile = validatorCompiler(schemas);
-  const compiled = new Map<string, ReturnType<typeof compile>>();
-  return (route) => {
-    const key = `${route.httpPart === 'body' ? 'body' : 'strings'} ${JSON.stringify(route.schema)}`;
-    let validate = compiled.get(key);
-    if (validate === undefined) {
-      validate = compile(route);
-      compiled.set(key, validate);
-    }
-    return validate;
-  };
+  return compiledOnce(({ schema, httpPart }) => `${httpPart === 'body' ? 'body' : 'strings'} ${JSON.stringify(schema)}`, validatorCompiler(schemas));
 }
 
 function validatorCompiler(schemas: TSchema[]): FastifySchemaCompiler<TSchema> {
