@@ -25,7 +25,8 @@ if (files.length === 0) {
 // Suites that build whole clusters (Patroni, containers) run after the others, one at a time:
 // beside them on two cores, the others' processes miss their start-up timeouts.
 const ALONE = ['test/failover.test.ts', 'test/container.test.ts'];
-const alone = files.filter((file) => ALONE.includes(file.split(path.sep).join('/')));
+const posix = (file) => file.split(path.sep).join('/');
+const alone = files.filter((file) => ALONE.includes(posix(file)));
 // Longest first (the file-times reporter's list from CI): with four files at once, a long one
 // that starts among the last stretches the run's tail while the other slots sit idle.
 const SLOW_FIRST = [
@@ -35,7 +36,7 @@ const SLOW_FIRST = [
   'test/workers.test.ts', 'test/client/retries.test.ts', 'test/http/pets.test.ts', 'test/webhooks/sealed-secrets.test.ts',
 ];
 const rank = (file) => {
-  const index = SLOW_FIRST.indexOf(file.split(path.sep).join('/'));
+  const index = SLOW_FIRST.indexOf(posix(file));
   return index === -1 ? SLOW_FIRST.length : index;
 };
 const together = files.filter((file) => !alone.includes(file)).sort((a, b) => rank(a) - rank(b));

@@ -36,9 +36,9 @@ function integerFields(schema: TSchema): string[] {
 /** A body schema marked with this may be left out entirely (no body at all); a body that is sent must match. */
 export const OPTIONAL_BODY = 'x-body-optional';
 
-/** The compiler, compiling each schema once per kind of part (routes repeat their parameters). */
+/** The compiler, compiling each schema once per part (routes repeat their parameters). */
 export function createValidatorCompiler(schemas: TSchema[]): FastifySchemaCompiler<TSchema> {
-  return compiledOnce(({ schema, httpPart }) => `${httpPart === 'body' ? 'body' : 'strings'} ${JSON.stringify(schema)}`, validatorCompiler(schemas));
+  return compiledOnce(({ schema, httpPart }) => `${httpPart ?? ''} ${JSON.stringify(schema)}`, validatorCompiler(schemas));
 }
 
 function validatorCompiler(schemas: TSchema[]): FastifySchemaCompiler<TSchema> {
