@@ -6,6 +6,7 @@ export const ERROR_CODES = {
   invalid_request: 'The request has a missing, unknown or invalid parameter or body field.',
   invalid_json: 'The request body is not valid JSON (or not valid UTF-8).',
   invalid_content_type: 'The request has a body but its Content-Type is not application/json.',
+  unsupported_content_encoding: 'The request body has a Content-Encoding (gzip, br…): send it uncompressed.',
   invalid_cursor: 'The pagination cursor is malformed, tampered with, or was issued for another filter.',
   unauthorized: 'The API key is missing, malformed, unknown, revoked, expired, or for another environment.',
   insufficient_scope: 'The API key is valid but restricted: it lacks the scope this operation needs (named in the message and in WWW-Authenticate).',
@@ -14,13 +15,14 @@ export const ERROR_CODES = {
   gone: 'The operation was removed after its sunset date.',
   payload_too_large: 'The request body is larger than the limit.',
   headers_too_large: 'The request headers are larger than the limit (16 KiB).',
+  uri_too_long: 'The request URL is longer than the limit (about 16 KiB with the headers).',
   request_timeout: 'The client sent the request too slowly.',
   idempotency_key_reused: 'The Idempotency-Key was already used with a different request body.',
   idempotency_key_in_use: 'A request with the same Idempotency-Key is still being processed.',
   pet_not_available: 'The pet cannot be ordered: its status is not `available`.',
   invalid_transition: 'The order cannot make this move from its current status.',
   pet_has_open_order: 'The pet has a placed order: its status belongs to the order, and it cannot be deleted, until the order is delivered or cancelled.',
-  precondition_failed: 'The If-Match precondition failed: the resource changed since you read it (its ETag differs). Read it again and retry.',
+  precondition_failed: 'A precondition failed: If-Match names none of the resource\'s current ETags (it changed since you read it, or does not exist), or a change\'s If-None-Match names its current ETag (or is * while it exists). Read it again and retry.',
   category_name_taken: 'Another of your categories already has this name (compared case-insensitively).',
   category_in_use: 'The category still has pets: move or delete them first.',
   invalid_webhook_url: 'The webhook URL is not an https URL on a public address (the message says what to change).',
@@ -38,6 +40,7 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   invalid_json: 400,
   invalid_content_type: 400,
+  unsupported_content_encoding: 415,
   invalid_cursor: 400,
   unauthorized: 401,
   insufficient_scope: 403,
@@ -46,6 +49,7 @@ export const ERROR_STATUS = {
   gone: 410,
   payload_too_large: 413,
   headers_too_large: 431,
+  uri_too_long: 414,
   request_timeout: 408,
   idempotency_key_reused: 422,
   idempotency_key_in_use: 409,
@@ -87,6 +91,13 @@ export class InvalidJsonError extends ApiError {
 }
 export class InvalidContentTypeError extends ApiError {
   constructor(message: string) { super('invalid_content_type', message); }
+}
+export class UnsupportedContentEncodingError extends ApiError {
+  constructor(encoding: string) {
+    super('unsupported_content_encoding', `Content-Encoding "${headerSafe(encoding).slice(0, 40)}" is not accepted: send the body uncompressed, without a Content-Encoding header.`, {
+      'accept-encoding': 'identity',
+    });
+  }
 }
 export class InvalidCursorError extends ApiError {
   constructor(message: string) { super('invalid_cursor', message); }
@@ -162,9 +173,17 @@ export class PetHasOpenOrderError extends ApiError {
         : `Pet ${petId} has a placed order and cannot be deleted. Deliver or cancel the order first (POST /v1/store/orders/{orderId}/deliver or /cancel).`);
   }
 }
+/** Why a precondition failed: If-Match names another tag, or the resource does not exist; If-None-Match matched on a change. */
+export type PreconditionFailure = 'changed' | 'missing' | 'exists';
+const PRECONDITION_MESSAGES: Record<PreconditionFailure, (what: string) => string> = {
+  changed: (what) => `${what} has changed since you read it: If-Match does not match its current ETag. GET it again, then retry with the new ETag.`,
+  missing: (what) => `${what} does not exist, so If-Match (which asks for a current one) cannot match. Send the request without If-Match, or with If-None-Match: * to create it only if it still does not exist.`,
+  exists: (what) =>
+    `${what} exists and If-None-Match names its current ETag (or is *), so nothing changed: that header asks to apply the change only if it does not. Send If-Match with its current ETag (GET it) to change it instead.`,
+};
 export class PreconditionFailedError extends ApiError {
-  constructor(what: string) {
-    super('precondition_failed', `${what} has changed since you read it: If-Match does not match its current ETag. GET it again, then retry with the new ETag.`);
+  constructor(what: string, failure: PreconditionFailure = 'changed') {
+    super('precondition_failed', PRECONDITION_MESSAGES[failure](what));
   }
 }
 export class CategoryNameTakenError extends ApiError {

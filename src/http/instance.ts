@@ -1,7 +1,7 @@
 // The Fastify instance: its Node server (timeouts, CONNECT, Expect), request ids, logging, and the
 // slot through which the fast path (src/http/fast-path.ts) sees requests before Fastify does.
 import proxyAddr from '@fastify/proxy-addr';
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -18,16 +18,10 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const KEY_SHAPED = /psk_(live|test)_/i;
 
 /**
- * UUID-shaped request ids: 74 random bits per process, then a counter. Unique across
- * processes and restarts, and cheaper than a fresh randomUUID() per request; they
- * identify requests, they are not secrets.
+ * Random (version 4) UUIDs: a counter would let one account read from the gap between two of
+ * its own ids how many requests everyone else made (~0.2 µs more per request than a counter).
  */
-function requestIdGenerator(): () => string {
-  const r = randomBytes(10).toString('hex');
-  const prefix = `${r.slice(0, 8)}-${r.slice(8, 12)}-4${r.slice(12, 15)}-${'89ab'[Number.parseInt(r[15]!, 16) & 3]}${r.slice(16, 19)}-`;
-  let counter = 0;
-  return () => prefix + (counter++ % 0x1000000000000).toString(16).padStart(12, '0');
-}
+const newRequestId = (): string => randomUUID();
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 /** Takes a request before Fastify (true: it answers, or hands it to `fallback` itself), or leaves it (false). */
@@ -79,7 +73,6 @@ function closeUnusedConnectionsWhenIdleOnesClose(server: Server): void {
 export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 export function createInstance(http: Pick<HttpConfig, 'bodyLimit' | 'requestTimeoutMs'> & Partial<Pick<HttpConfig, 'trustedProxies'>>, logger: FastifyBaseLogger): Instance {
-  const newRequestId = requestIdGenerator();
   const requestId = (given: string | string[] | undefined): string =>
     // A key pasted here by mistake would be echoed and logged on every line: never accept one.
     typeof given === 'string' && REQUEST_ID.test(given) && !KEY_SHAPED.test(given) ? given : newRequestId();

@@ -4,7 +4,7 @@ import Type from 'typebox';
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../errors.js';
 import { ErrorBody, ref } from '../schemas/index.js';
 
-type HeaderSpec = Record<string, { type: 'string'; description: string }>;
+export type HeaderSpec = Record<string, { type: 'string'; description: string }>;
 
 export const json = <S>(schema: S) => ({ 'application/json': { schema } });
 

@@ -2,8 +2,9 @@
 // coercion, unknown fields rejected), while query and path strings are coerced to the
 // declared types. Errors become messages that name the field and say how to fix it.
 import { Ajv, type ErrorObject, type Options } from 'ajv';
-import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifySchemaCompiler, RouteOptions } from 'fastify';
 import type { TSchema } from 'typebox';
+import { NoQuery } from '../schemas/index.js';
 import { compiledOnce } from './compile-once.js';
 
 function newAjv(options: Options, schemas: TSchema[]): Ajv {
@@ -31,6 +32,16 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})
 function integerFields(schema: TSchema): string[] {
   const properties = (schema as { properties?: Record<string, { type?: string }> }).properties ?? {};
   return Object.keys(properties).filter((name) => properties[name]?.type === 'integer');
+}
+
+/**
+ * An onRoute hook: a route that declares no query schema gets NoQuery, so an unknown query
+ * parameter is refused (400 invalid_request naming it) on every route of the context, as the
+ * list routes' own schemas refuse theirs. NoQuery has no properties: the document is unchanged.
+ */
+export function refuseUndeclaredQuery(route: RouteOptions): void {
+  if (route.schema?.querystring !== undefined) return;
+  route.schema = { ...route.schema, querystring: NoQuery };
 }
 
 /** A body schema marked with this may be left out entirely (no body at all); a body that is sent must match. */
@@ -106,9 +117,10 @@ export function describeValidationError(error: ErrorObject, part: string): strin
       return `${kind} "${missing}" is required.`;
     }
     case 'additionalProperties': {
+      const refused = `${kind} "${String(params.additionalProperty)}" is not allowed`;
       const allowed = Object.keys(parent.properties ?? {}).join(', ');
-      if (!allowed) return `${kind} "${String(params.additionalProperty)}" is not allowed: this operation takes no fields. Send no body, or {}.`;
-      return `${kind} "${String(params.additionalProperty)}" is not allowed. Allowed: ${allowed}.`;
+      if (allowed) return `${refused}. Allowed: ${allowed}.`;
+      return part === 'body' ? `${refused}: this operation takes no fields. Send no body, or {}.` : `${refused}: this operation takes no ${kind.toLowerCase()}s. Remove it.`;
     }
     case 'type':
       if (!fieldPath && part === 'body') {

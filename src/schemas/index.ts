@@ -171,6 +171,9 @@ export const ListPetsQuery = Type.Object(
 );
 export type ListPetsQuery = Static<typeof ListPetsQuery>;
 
+/** The query of an operation that declares no query parameters: none is allowed (see refuseUndeclaredQuery). */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
+
 export const ListOrdersQuery = pageQuery('orders', ref(OrderStatus));
 export type ListOrdersQuery = Static<typeof ListOrdersQuery>;
 

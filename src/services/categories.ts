@@ -1,11 +1,14 @@
 // Categories: per account, named or not. A category exists while a pet uses its id or it has a
 // name (createPet still takes any categoryId, as v1 clients rely on); petCount is exact, kept
-// with every change of a pet. Names are unique per account, compared case-insensitively.
+// with every change of a pet. Names are unique per account, compared case-insensitively. A
+// category's strong ETag covers what its representation shows (id, name, petCount); PUT and DELETE
+// ask their precondition (If-Match, If-None-Match) against the category as locked.
 import { CategoryInUseError, CategoryNameTakenError, NotFoundError } from '../errors.js';
 import type { Category, CategoryRepository } from '../store/categories.js';
 import type { SqlDatabase } from '../store/core/sql.js';
 import type { TimeOperation } from '../store/instrumented.js';
 import { type CursorCodec, pageBounds, pageOf } from './cursor.js';
+import { type Precondition, strongEtag } from './preconditions.js';
 
 export interface CategoryServiceDeps {
   db: Pick<SqlDatabase, 'transaction'>;
@@ -27,6 +30,17 @@ export function categoryNameKey(name: string): string {
   return name.normalize('NFC').toUpperCase().toLowerCase();
 }
 
+/** The category's strong entity-tag: it changes when its name or petCount does. */
+export function categoryEtag(category: Category): string {
+  return strongEtag([category.id, category.name ?? null, category.petCount]);
+}
+
+/** Throws the precondition's refusal for the category as it is (undefined: it does not exist). */
+function check(precondition: Precondition | undefined, current: Category | undefined): void {
+  const refused = precondition?.(current && categoryEtag(current));
+  if (refused) throw refused;
+}
+
 const notFound = (id: number) => new NotFoundError(`No category with id ${id}. List your categories with GET /v1/categories.`);
 const untimed: TimeOperation = (_operation, work) => work();
 
@@ -34,11 +48,18 @@ export function createCategoryService(deps: CategoryServiceDeps) {
   const { db, categories, cursors } = deps;
   const timed = deps.timed ?? untimed;
   return {
-    /** Names or renames the category; `created` when it did not exist before. */
-    async put(accountId: string, id: number, name: string): Promise<{ category: Category; created: boolean }> {
-      const result = await timed('putCategory', () => db.transaction((tx) => categories.put(tx, accountId, id, name, categoryNameKey(name))));
-      if (result.outcome === 'name_taken') throw new CategoryNameTakenError(name);
-      return { category: result.category, created: result.outcome === 'created' };
+    /** Names or renames the category if `precondition` allows; `created` when it did not exist before. */
+    put(accountId: string, id: number, name: string, precondition?: Precondition): Promise<{ category: Category; created: boolean }> {
+      return timed('putCategory', () =>
+        db.transaction(async (tx) => {
+          // Claimed: two creates of one id (If-None-Match: *) are decided one after the other.
+          const current = await categories.lock(tx, accountId, id, { claim: true });
+          check(precondition, current);
+          const category = await categories.put(tx, accountId, id, name, categoryNameKey(name));
+          if (!category) throw new CategoryNameTakenError(name);
+          return { category, created: current === undefined };
+        }),
+      );
     },
 
     async get(accountId: string, id: number): Promise<Category> {
@@ -53,11 +74,17 @@ export function createCategoryService(deps: CategoryServiceDeps) {
       return { categories: items, nextCursor };
     },
 
-    /** Deletes a category no pet uses. */
-    async remove(accountId: string, id: number): Promise<void> {
-      const outcome = await timed('deleteCategory', () => db.transaction((tx) => categories.remove(tx, accountId, id)));
-      if (outcome === 'missing') throw notFound(id);
-      if (outcome === 'in_use') throw new CategoryInUseError(id);
+    /** Deletes a category no pet uses, if `precondition` allows (asked last: a missing or used category is 404 or 409 whatever it says). */
+    async remove(accountId: string, id: number, precondition?: Precondition): Promise<void> {
+      await timed('deleteCategory', () =>
+        db.transaction(async (tx) => {
+          const current = await categories.lock(tx, accountId, id);
+          if (!current) throw notFound(id);
+          if (current.petCount > 0) throw new CategoryInUseError(id);
+          check(precondition, current);
+          await categories.remove(tx, accountId, id);
+        }),
+      );
     },
   };
 }

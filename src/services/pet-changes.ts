@@ -5,9 +5,10 @@
 //
 // Rules: while a pet has a placed order its status is the order's (PATCH of status and DELETE
 // refused with pet_has_open_order; name and category may change); a change that changes
-// nothing writes nothing; If-Match compares strong ETags (a pet's ETag is a hash of its JSON).
+// nothing writes nothing; a precondition (If-Match, If-None-Match) is asked against the pet as
+// locked (a pet's ETag is a hash of its JSON).
 import type { Clock } from '../clock.js';
-import { PetHasOpenOrderError, PreconditionFailedError } from '../errors.js';
+import { PetHasOpenOrderError } from '../errors.js';
 import type { EventType } from '../schemas/events.js';
 import type { Pet } from '../schemas/index.js';
 import type { SqlDatabase } from '../store/core/sql.js';
@@ -17,9 +18,10 @@ import type { OrderRepository } from '../store/orders.js';
 import type { PetRepository } from '../store/pets.js';
 import type { TimeOperation } from '../store/instrumented.js';
 import { petDeletedEvent } from './domain-events.js';
-import { applyPatches, type IfMatch, matches, type PatchItem, type PetPatch, petNotFound } from './pet-patches.js';
+import { applyPatches, type PatchItem, type PetPatch, petNotFound, refusal } from './pet-patches.js';
+import type { Precondition } from './preconditions.js';
 
-export { type IfMatch, patched, type PetPatch, petEtag, previousAttributes } from './pet-patches.js';
+export { patched, type PetPatch, petEtag, previousAttributes } from './pet-patches.js';
 
 export interface PetChangeDeps {
   db: Pick<SqlDatabase, 'transaction' | 'remote'>;
@@ -62,19 +64,20 @@ export function createPetChangeService(deps: PetChangeDeps) {
 
   return {
     /** Applies the merge patch; the pet unchanged (and nothing written) when it changes nothing. */
-    update(accountId: string, id: number, patch: PetPatch, ifMatch?: IfMatch): Promise<Pet> {
-      return patches.submit({ accountId, id, patch, ifMatch });
+    update(accountId: string, id: number, patch: PetPatch, precondition?: Precondition): Promise<Pet> {
+      return patches.submit({ accountId, id, patch, precondition });
     },
 
     /** Deletes the pet: 404 from then on; its id is never reused; its orders stay readable. */
-    async remove(accountId: string, id: number, ifMatch?: IfMatch): Promise<void> {
+    async remove(accountId: string, id: number, precondition?: Precondition): Promise<void> {
       const at = now();
       const recorded = await timed('deletePet', () =>
         db.transaction(async (tx) => {
           const pet = await pets.lock(tx, accountId, id);
           if (!pet) throw petNotFound(id);
           if (await orders.hasPlaced(tx, accountId, id)) throw new PetHasOpenOrderError(id, 'delete');
-          if (!matches(pet, ifMatch)) throw new PreconditionFailedError(`Pet ${id}`);
+          const refused = refusal(pet, precondition);
+          if (refused) throw refused;
           await pets.remove(tx, accountId, pet, at);
           const list = [petDeletedEvent(pet)];
           await events.append(tx, accountId, list, at);

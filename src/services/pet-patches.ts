@@ -2,14 +2,14 @@
 // one commit makes all of them durable. Each patch is decided in order against the pet as the
 // patches before it left it, so If-Match, the open-order rule and no-op detection mean exactly
 // what they mean one request at a time; a refused patch writes nothing and fails alone.
-import { hash } from 'node:crypto';
-import { NotFoundError, PetHasOpenOrderError, PreconditionFailedError } from '../errors.js';
+import { NotFoundError, PetHasOpenOrderError } from '../errors.js';
 import type { Pet, PetStatus } from '../schemas/index.js';
 import type { Transaction } from '../store/core/sql.js';
 import type { EventRepository, NewEvent } from '../store/events.js';
 import type { OrderRepository } from '../store/orders.js';
 import type { PetRepository } from '../store/pets.js';
 import { petStatusChangedEvent, petUpdatedEvent, type PreviousAttributes } from './domain-events.js';
+import { type Precondition, strongEtag } from './preconditions.js';
 
 /** A JSON Merge Patch of a pet: an absent field stays; `status: null` removes the status. */
 export interface PetPatch {
@@ -17,9 +17,6 @@ export interface PetPatch {
   categoryId?: number;
   status?: PetStatus | null;
 }
-
-/** An If-Match condition: any existing pet (`*`), or one of these entity-tags (strong comparison). */
-export type IfMatch = '*' | readonly string[];
 
 const etags = new WeakMap<Pet, string>();
 
@@ -31,16 +28,15 @@ const etags = new WeakMap<Pet, string>();
 export function petEtag(pet: Pet): string {
   let tag = etags.get(pet);
   if (tag === undefined) {
-    tag = `"${hash('sha256', JSON.stringify([pet.id, pet.name, pet.categoryId, pet.status ?? null]), 'base64url').slice(0, 27)}"`;
+    tag = strongEtag([pet.id, pet.name, pet.categoryId, pet.status ?? null]);
     if (Object.isFrozen(pet)) etags.set(pet, tag);
   }
   return tag;
 }
 
-export function matches(pet: Pet, condition: IfMatch | undefined): boolean {
-  if (condition === undefined || condition === '*') return true;
-  const tag = petEtag(pet);
-  return condition.includes(tag);
+/** The refusal of `precondition` (If-Match, If-None-Match) for the pet as it is, if any. */
+export function refusal(pet: Pet, precondition: Precondition | undefined): Error | undefined {
+  return precondition?.(petEtag(pet));
 }
 
 /** The pet with the patch applied (fields in the schema's order; no status when it is null). */
@@ -64,7 +60,7 @@ export interface PatchItem {
   accountId: string;
   id: number;
   patch: PetPatch;
-  ifMatch: IfMatch | undefined;
+  precondition: Precondition | undefined;
 }
 
 export interface PatchDeps {
@@ -86,10 +82,11 @@ export const petNotFound = (id: number) => new NotFoundError(`No pet with id ${i
 function decide(items: readonly PatchItem[], locked: Map<number, Pet>, placed: Set<number>): AccountOutcome {
   const current = new Map(locked);
   const recorded: NewEvent[] = [];
-  const results = items.map(({ id, patch, ifMatch }): Pet | Error => {
+  const results = items.map(({ id, patch, precondition }): Pet | Error => {
     const before = current.get(id);
     if (!before) return petNotFound(id);
-    if (!matches(before, ifMatch)) return new PreconditionFailedError(`Pet ${id}`);
+    const refused = refusal(before, precondition);
+    if (refused) return refused;
     const after = patched(before, patch);
     const previous = previousAttributes(before, after);
     if (Object.keys(previous).length === 0) return before;

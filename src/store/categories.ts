@@ -24,16 +24,20 @@ export interface ListCategoriesQuery {
   afterId?: number | undefined;
 }
 
-export type PutCategoryResult = { outcome: 'created' | 'updated'; category: Category } | { outcome: 'name_taken' };
-export type RemoveCategoryResult = 'deleted' | 'in_use' | 'missing';
-
 export interface CategoryRepository {
   get(accountId: string, id: number): Promise<Category | undefined>;
   list(query: ListCategoriesQuery): Promise<Category[]>;
-  /** Names (or renames) the category, in the caller's transaction; names compare by `nameKey`. */
-  put(tx: Sql, accountId: string, id: number, name: string, nameKey: string): Promise<PutCategoryResult>;
-  /** Deletes an unused category, in the caller's transaction. */
-  remove(tx: Sql, accountId: string, id: number): Promise<RemoveCategoryResult>;
+  /**
+   * The category (undefined when it does not exist), its row locked until the caller's
+   * transaction ends. With `claim`, a missing row is inserted (unnamed, no pets: still not
+   * existing) and locked, so a concurrent put of the same id waits for this transaction and then
+   * sees what it did.
+   */
+  lock(tx: Sql, accountId: string, id: number, options?: { claim?: boolean }): Promise<Category | undefined>;
+  /** Names (or renames) the category, in the caller's transaction; names compare by `nameKey`. Undefined: the name is taken. */
+  put(tx: Sql, accountId: string, id: number, name: string, nameKey: string): Promise<Category | undefined>;
+  /** Deletes the category's row, in the caller's transaction (the caller checked it has no pets). */
+  remove(tx: Sql, accountId: string, id: number): Promise<void>;
 }
 
 interface CategoryRow {
@@ -50,6 +54,7 @@ function toCategory(row: CategoryRow): Category {
 }
 
 const EXISTS = '(name IS NOT NULL OR pet_count > 0)';
+const exists = (row: CategoryRow) => row.name !== null || Number(row.pet_count) > 0;
 const COLUMNS = 'id, name, pet_count';
 
 /**
@@ -87,11 +92,14 @@ export function createCategoryRepository(db: SqlDatabase, dialect: Dialect): Cat
       ]);
       return rows.map(toCategory);
     },
+    async lock(tx, accountId, id, { claim = false } = {}) {
+      if (claim) await tx.run(dialect.insertIgnore('categories (account_id, id, pet_count) VALUES (?, ?, 0)', 'account_id, id'), [accountId, id]);
+      const row = await tx.get<CategoryRow>(`SELECT ${COLUMNS} FROM categories WHERE account_id = ? AND id = ?${dialect.forUpdate}`, [accountId, id]);
+      return row && exists(row) ? toCategory(row) : undefined;
+    },
     async put(tx, accountId, id, name, nameKey) {
       const holder = await tx.get<{ id: number }>(`SELECT id FROM categories WHERE account_id = ? AND name_key = ? AND id <> ?`, [accountId, nameKey, id]);
-      if (holder) return { outcome: 'name_taken' };
-      const current = await tx.get<CategoryRow>(`SELECT ${COLUMNS} FROM categories WHERE account_id = ? AND id = ?${dialect.forUpdate}`, [accountId, id]);
-      const existed = current !== undefined && (current.name !== null || Number(current.pet_count) > 0);
+      if (holder) return undefined;
       let row: CategoryRow | undefined;
       try {
         row = await tx.get<CategoryRow>(
@@ -101,17 +109,13 @@ export function createCategoryRepository(db: SqlDatabase, dialect: Dialect): Cat
         );
       } catch (error) {
         // A concurrent PUT (PostgreSQL) took the name between the check and this write.
-        if (dialect.isUniqueViolation(error)) return { outcome: 'name_taken' };
+        if (dialect.isUniqueViolation(error)) return undefined;
         throw error;
       }
-      return { outcome: existed ? 'updated' : 'created', category: toCategory(row!) };
+      return toCategory(row!);
     },
     async remove(tx, accountId, id) {
-      const current = await tx.get<CategoryRow>(`SELECT ${COLUMNS} FROM categories WHERE account_id = ? AND id = ?${dialect.forUpdate}`, [accountId, id]);
-      if (!current || (current.name === null && Number(current.pet_count) === 0)) return 'missing';
-      if (Number(current.pet_count) > 0) return 'in_use';
       await tx.run('DELETE FROM categories WHERE account_id = ? AND id = ?', [accountId, id]);
-      return 'deleted';
     },
   };
 }

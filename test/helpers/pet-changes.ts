@@ -56,9 +56,9 @@ export function petApi(app: TestApp, account: Account) {
       assert.equal(res.status, 200, res.text);
       return res.body as Inventory;
     },
-    category: (id: number | string) => app.request('GET', `/v1/categories/${id}`, { key }),
-    putCategory: (id: number | string, body: unknown) => app.request('PUT', `/v1/categories/${id}`, { key, body }),
-    deleteCategory: (id: number | string) => app.request('DELETE', `/v1/categories/${id}`, { key }),
+    category: (id: number | string, headers: Record<string, string> = {}) => app.request('GET', `/v1/categories/${id}`, { key, headers }),
+    putCategory: (id: number | string, body: unknown, headers: Record<string, string> = {}) => app.request('PUT', `/v1/categories/${id}`, { key, body, headers }),
+    deleteCategory: (id: number | string, headers: Record<string, string> = {}) => app.request('DELETE', `/v1/categories/${id}`, { key, headers }),
     /** Every item of a paged list, following Link rel="next" to the end. */
     async walk<T>(first: string): Promise<T[]> {
       const items: T[] = [];

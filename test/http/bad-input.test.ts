@@ -165,6 +165,62 @@ describe('GET /v1/pets with bad query parameters', () => {
   });
 });
 
+describe('unknown query parameters on operations that declare none', () => {
+  // Every /v1 and /example/v1 operation refuses query parameters it does not declare, before it
+  // does anything: each request below succeeds without its parameter (the second test).
+  type Ids = { petId: number; sparePetId: number; orderId: number; messageId: string };
+  const casesFor = ({ petId, sparePetId, orderId, messageId }: Ids): Array<{ method: string; path: string; name: string; body?: unknown }> => [
+    { method: 'POST', path: '/v1/pets', name: 'dryRun', body: { name: 'Rex', categoryId: 1 } },
+    { method: 'PATCH', path: `/v1/pets/${petId}`, name: 'dryRun', body: { name: 'Renamed' } },
+    { method: 'DELETE', path: `/v1/pets/${petId}`, name: 'dryRun' },
+    { method: 'GET', path: `/v1/pets/${petId}`, name: 'fields' },
+    { method: 'GET', path: '/v1/store/inventory', name: 'status' },
+    { method: 'PUT', path: '/v1/categories/41', name: 'upsert', body: { name: 'Query dogs' } },
+    { method: 'GET', path: '/v1/categories/1', name: 'fields' },
+    { method: 'DELETE', path: '/v1/categories/1', name: 'force' },
+    { method: 'POST', path: '/v1/store/orders', name: 'dryRun', body: { petId: sparePetId } },
+    { method: 'GET', path: `/v1/store/orders/${orderId}`, name: 'expand' },
+    { method: 'POST', path: `/v1/store/orders/${orderId}/cancel`, name: 'reason' },
+    { method: 'POST', path: '/example/v1/messages', name: 'priority', body: { message: 'Hello' } },
+    { method: 'GET', path: `/example/v1/messages/${messageId}`, name: 'fields' },
+  ];
+  let ids: Ids;
+  const snapshot = async () => {
+    const read = async (path: string) => (await app.request('GET', path, { key })).body;
+    const lists = await Promise.all(['/v1/pets', '/v1/store/orders', '/v1/categories'].map((list) => read(`${list}?limit=100`)));
+    // Messages by id only: the worker moves their status meanwhile.
+    const messages = (await read('/example/v1/messages?limit=100')) as Array<{ id: string }>;
+    return [...lists, messages.map((message) => message.id)];
+  };
+
+  before(async () => {
+    const pet = await app.request('POST', '/v1/pets', { key, body: { name: 'Query', categoryId: 1, status: 'available' } });
+    const ordered = await app.request('POST', '/v1/pets', { key, body: { name: 'Ordered', categoryId: 1, status: 'available' } });
+    const order = await app.request('POST', '/v1/store/orders', { key, body: { petId: (ordered.body as { id: number }).id } });
+    const spare = await app.request('POST', '/v1/pets', { key, body: { name: 'Spare', categoryId: 1, status: 'available' } });
+    const message = await app.request('POST', '/example/v1/messages', { key, body: { message: 'Hi' } });
+    const idOf = (res: { body: unknown }) => (res.body as { id: number }).id;
+    ids = { petId: idOf(pet), sparePetId: idOf(spare), orderId: idOf(order), messageId: (message.body as { id: string }).id };
+  });
+
+  test('when an operation that takes no query parameters gets one, then 400 invalid_request naming it, and nothing changes', async () => {
+    const before = await snapshot();
+    for (const { method, path, name, body } of casesFor(ids)) {
+      await expectError(method, `${path}?${name}=true`, { body }, 400, 'invalid_request', new RegExp(`^Query parameter "${name}" is not allowed: this operation takes no query parameters`));
+    }
+    assert.deepEqual(await snapshot(), before);
+  });
+
+  test('when the same requests come without the parameter, then they are answered as usual (2xx)', async () => {
+    for (const { method, path, body } of casesFor(ids).filter((c) => c.method !== 'DELETE')) {
+      const res = await app.request(method, path, { key, body });
+      assert.ok(res.status >= 200 && res.status < 300, `${method} ${path}: ${res.status} ${res.text}`);
+    }
+    assert.equal((await app.request('DELETE', '/v1/categories/41', { key })).status, 204);
+    assert.equal((await app.request('DELETE', `/v1/pets/${ids.petId}`, { key })).status, 204);
+  });
+});
+
 describe('GET /v1/pets/{petId} with a bad id', () => {
   for (const id of ['abc', '0', '-1', '1.5', '9007199254740992', '99999999999999999999999', '1e3', '0x10', '%205', '+5', '007x']) {
     test(`when petId is "${id}", then 400 invalid_request`, async () => {

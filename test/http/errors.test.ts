@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { describe, test } from 'node:test';
 import { startApp } from '../helpers/app.js';
 import type { Store } from '../../src/store/types.js';
@@ -35,6 +36,62 @@ describe('error model', () => {
     }
   });
 
+  test('when a route exists and the method is one fetch cannot send (TRACE, PROPFIND, SEARCH…), then 405 method_not_allowed with Allow too', async (t) => {
+    const app = await startApp(t);
+    const { port } = new URL(app.url);
+    for (const [method, path, allow] of [
+      ['TRACE', '/v1/pets', 'GET, HEAD, POST'],
+      ['PROPFIND', '/v1/pets/1', 'GET, HEAD, PATCH, DELETE'],
+      ['SEARCH', '/v1/pets', 'GET, HEAD, POST'],
+      ['MKCOL', '/v1/store/inventory', 'GET, HEAD'],
+    ]) {
+      const res = await new Promise<{ status: number; allow: string | undefined; body: string }>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, method, path }, (r) => {
+          let data = '';
+          r.on('data', (c: Buffer) => (data += c.toString()));
+          r.on('end', () => resolve({ status: r.statusCode ?? 0, allow: r.headers.allow, body: data }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      assert.equal(res.status, 405, `${method} ${path}`);
+      assert.equal((JSON.parse(res.body) as ErrorBody).code, 'method_not_allowed');
+      assert.equal(res.allow, allow, `${method} ${path}`);
+    }
+  });
+
+  test('when a page on another origin sends a CORS preflight, then 405 and no Access-Control-* header: keys are secrets, browsers call from the same origin (docs/api.md#cors)', async (t) => {
+    const app = await startApp(t);
+    const { key } = await app.createAccount();
+    const origin = { origin: 'https://shop.example' };
+    const preflight = await app.request('OPTIONS', '/v1/pets', { headers: { ...origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
+    assert.equal(preflight.status, 405);
+    assert.equal(preflight.headers.get('allow'), 'GET, HEAD, POST');
+    const get = await app.request('GET', '/v1/pets', { key, headers: origin });
+    assert.equal(get.status, 200);
+    for (const res of [preflight, get]) assert.deepEqual([...res.headers.keys()].filter((name) => name.startsWith('access-control-')), []);
+  });
+
+  test('when a body comes compressed (Content-Encoding gzip, br), then 415 unsupported_content_encoding with Accept-Encoding: identity, and nothing is created', async (t) => {
+    const app = await startApp(t);
+    const { key } = await app.createAccount();
+    const json = JSON.stringify({ name: 'Rex', categoryId: 1 });
+    for (const [encoding, rawBody] of [
+      ['gzip', gzipSync(json)],
+      ['br', json],
+    ] as const) {
+      const res = await app.request('POST', '/v1/pets', { key, rawBody, headers: { 'content-type': 'application/json', 'content-encoding': encoding } });
+      assert.equal(res.status, 415, encoding);
+      assert.equal((res.body as ErrorBody).code, 'unsupported_content_encoding');
+      assert.equal(res.headers.get('accept-encoding'), 'identity');
+      assert.match((res.body as ErrorBody).message, /uncompressed/);
+    }
+    const list = await app.request('GET', '/v1/pets', { key });
+    assert.deepEqual(list.body, []);
+    const identity = await app.request('POST', '/v1/pets', { key, rawBody: json, headers: { 'content-type': 'application/json', 'content-encoding': 'identity' } });
+    assert.equal(identity.status, 201);
+  });
+
   test('when the store fails unexpectedly, then 500 internal_error without internals', async (t) => {
     const app = await startApp(t);
     const { key } = await app.createAccount();
@@ -66,6 +123,22 @@ describe('error model', () => {
     assert.deepEqual(JSON.parse(body), { code: 'headers_too_large', message: JSON.parse(body).message, status: 431 });
   });
 
+  test('when the URL alone is too long, then 414 uri_too_long (not 431: no header is at fault)', async (t) => {
+    const app = await startApp(t);
+    const { port } = new URL(app.url);
+    const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path: `/v1/pets?cursor=${'a'.repeat(20_000)}` }, (res) => {
+        let data = '';
+        res.on('data', (c: Buffer) => (data += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(status, 414);
+    assert.equal((JSON.parse(body) as ErrorBody).code, 'uri_too_long');
+  });
+
   test('when the request line is malformed, then 400 invalid_request as an Error body', async (t) => {
     const app = await startApp(t);
     const { port } = new URL(app.url);
@@ -89,6 +162,17 @@ describe('error model', () => {
     assert.match(generated.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
     const hostile = await app.request('GET', '/healthz', { headers: { 'x-request-id': 'x'.repeat(300) } });
     assert.match(hostile.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+  });
+
+  test('when ids are generated for consecutive requests, then they are random UUIDs that count nothing (no tenant learns the others\' traffic from the gap)', async (t) => {
+    const app = await startApp(t);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await app.request('GET', '/healthz')).headers.get('x-request-id') ?? '');
+    for (const id of ids) assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const tails = ids.map((id) => BigInt(`0x${id.slice(24)}`));
+    const heads = new Set(ids.map((id) => id.slice(0, 24)));
+    assert.equal(heads.size, ids.length, 'no shared per-process prefix');
+    for (let i = 1; i < tails.length; i++) assert.ok(tails[i]! - tails[i - 1]! > 16n || tails[i]! < tails[i - 1]!, `ids ${ids[i - 1]} and ${ids[i]} look counted`);
   });
 });
 

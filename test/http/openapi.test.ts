@@ -160,8 +160,9 @@ describe('OpenAPI document', () => {
 
   test('when reading responses, then every status the service can return is declared, with their headers', () => {
     assert.deepEqual(Object.keys(op('/pets', 'get').responses), ['200', '400', '401', '403', '429', '500', '503']);
-    assert.deepEqual(Object.keys(op('/pets', 'post').responses), ['201', '400', '401', '403', '404', '409', '413', '422', '429', '500', '503']);
-    assert.deepEqual(Object.keys(op('/pets/{petId}', 'get').responses), ['200', '304', '400', '401', '403', '404', '410', '429', '500', '503']);
+    assert.deepEqual(Object.keys(op('/pets', 'post').responses), ['201', '400', '401', '403', '404', '409', '413', '415', '422', '429', '500', '503']);
+    assert.ok(op('/pets', 'post').responses['415']?.headers?.['Accept-Encoding'], 'a compressed body is refused with Accept-Encoding');
+    assert.deepEqual(Object.keys(op('/pets/{petId}', 'get').responses), ['200', '304', '400', '401', '403', '404', '410', '412', '429', '500', '503']);
     assert.ok(op('/pets', 'get').responses['200']?.headers?.Link);
     for (const [p, m, s] of [['/pets', 'get', '200'], ['/pets', 'post', '201'], ['/pets/{petId}', 'get', '200'], ['/pets', 'get', '429']]) {
       assert.ok(op(p!, m!).responses[s!]?.headers?.RateLimit, `${m} ${p} ${s} declares RateLimit`);
@@ -197,6 +198,31 @@ describe('OpenAPI document', () => {
     const code = (doc.components.schemas.Error?.properties as Record<string, { enum: string[]; 'x-enum-descriptions': Record<string, string> }>).code!;
     assert.ok(code.enum.includes('unauthorized') && code.enum.includes('invalid_cursor') && code.enum.includes('gone'));
     assert.deepEqual(Object.keys(code['x-enum-descriptions']), code.enum);
+  });
+
+  test('when reading updatePet, then its request body lists application/json and application/merge-patch+json, both the PetPatch schema', () => {
+    const content = (op('/pets/{petId}', 'patch').requestBody as { required: boolean; content: Record<string, { schema: unknown }> }).content;
+    assert.deepEqual(Object.keys(content), ['application/json', 'application/merge-patch+json']);
+    for (const media of Object.values(content)) assert.deepEqual(media.schema, { $ref: '#/components/schemas/PetPatch' });
+  });
+
+  test('when reading the pet and category operations, then each takes If-Match and If-None-Match, answers with the ETag, and declares 412 (and 304 on reads)', () => {
+    const operations: Array<[string, string, string[]]> = [
+      ['/pets/{petId}', 'get', ['200', '304']],
+      ['/pets/{petId}', 'patch', ['200']],
+      ['/pets/{petId}', 'delete', []],
+      ['/categories/{categoryId}', 'get', ['200', '304']],
+      ['/categories/{categoryId}', 'put', ['200', '201']],
+      ['/categories/{categoryId}', 'delete', []],
+    ];
+    for (const [p, m, tagged] of operations) {
+      const operation = op(p, m);
+      const headers = (operation.parameters ?? []).filter((param) => param.in === 'header').map((param) => [param.name, param.required]);
+      assert.deepEqual(headers, [['if-match', false], ['if-none-match', false]], `${m} ${p}`);
+      assert.match(JSON.stringify(operation.responses['412']), /precondition_failed/, `${m} ${p} declares 412`);
+      for (const status of tagged) assert.ok(operation.responses[status]?.headers?.ETag, `${m} ${p} ${status} declares ETag`);
+      assert.equal(operation.responses['304'] !== undefined, m === 'get', `${m} ${p}: 304 on reads only`);
+    }
   });
 
   test('when linted with Spectral spectral:oas, then there are no warnings or errors', () => {

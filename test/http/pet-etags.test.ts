@@ -1,7 +1,9 @@
 // ETags and conditional requests on single pets over HTTP, on every store: the ETag on
 // createPet, getPet and updatePet and when it changes, If-Match on PATCH and DELETE (stale, `*`,
-// lists, weak tags, malformed), the order of the checks, If-None-Match on getPet, idempotent
-// replays of a pet that changed since, and one winner among concurrent PATCHes with one tag.
+// lists, weak tags, malformed), If-None-Match on them (RFC 9110 §13.1.2: a match is 412), the
+// order of the checks, If-None-Match and If-Match on getPet (304, 412, If-Match first; the fast
+// path leaves them to Fastify), idempotent replays of a pet that changed since, and one winner
+// among concurrent PATCHes with one tag.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
@@ -90,13 +92,16 @@ for (const backend of backends) {
       assert.equal((await api.remove(star.id, { 'if-match': '*' })).status, 204);
     });
 
-    test('when If-Match is malformed, then 400 invalid_request naming the header and nothing changes; a malformed If-None-Match is ignored (200 with the pet)', async () => {
+    test('when If-Match is malformed, then 400 invalid_request naming the header and nothing changes, on reads too; a malformed If-None-Match is refused on PATCH and DELETE and ignored on GET (200 with the pet)', async () => {
       const { api } = await account('Malformed');
       const pet = await api.createOk({ name: 'Shape', categoryId: 1 });
       const before = await api.lastSequence();
       for (const value of ['abc', '"abc', 'abc"', '"a"b"', '"a", junk', 'W/abc', ',', '**', '"a" "b"']) {
         assertError(await api.patch(pet.id, { name: 'X' }, { 'if-match': value }), 400, 'invalid_request', /If-Match/);
         assertError(await api.remove(pet.id, { 'if-match': value }), 400, 'invalid_request', /If-Match/);
+        assertError(await api.get(pet.id, { 'if-match': value }), 400, 'invalid_request', /If-Match/);
+        assertError(await api.patch(pet.id, { name: 'X' }, { 'if-none-match': value }), 400, 'invalid_request', /If-None-Match/);
+        assertError(await api.remove(pet.id, { 'if-none-match': value }), 400, 'invalid_request', /If-None-Match/);
         const read = await api.get(pet.id, { 'if-none-match': value });
         assert.equal(read.status, 200, `If-None-Match: ${value}`);
         assert.deepEqual(read.body, pet);
@@ -136,6 +141,60 @@ for (const backend of backends) {
       assert.deepEqual(fresh.body, changed.body);
       assert.equal(etagOf(fresh), etagOf(changed));
       assertError(await api.get(pet.id + 100, { 'if-none-match': '*' }), 404, 'not_found');
+    });
+
+    test('when PATCH or DELETE sends If-None-Match naming the pet\'s current tag (or *, or W/ of it), then 412 precondition_failed and nothing changes; a tag it does not have lets the change through', async () => {
+      const { api } = await account('If-None-Match on changes');
+      const pet = await api.createOk({ name: 'Kept', categoryId: 1, status: 'available' });
+      const tag = await currentTag(api, pet.id);
+      const before = await api.lastSequence();
+      for (const value of ['*', tag, `W/${tag}`, `"other", ${tag}`]) {
+        assertError(await api.patch(pet.id, { name: 'Lost' }, { 'if-none-match': value }), 412, 'precondition_failed', new RegExp(`Pet ${pet.id} exists and If-None-Match`));
+        assertError(await api.remove(pet.id, { 'if-none-match': value }), 412, 'precondition_failed', /If-None-Match/);
+      }
+      assert.deepEqual((await api.get(pet.id)).body, pet, 'nothing changed');
+      assert.equal(await currentTag(api, pet.id), tag);
+      assert.deepEqual(await api.events(before), [], 'a refused change writes no event');
+
+      const changed = await api.patch(pet.id, { name: 'Changed' }, { 'if-none-match': '"other"' });
+      assert.equal(changed.status, 200, changed.text);
+      assert.equal((changed.body as Pet).name, 'Changed');
+      // Both headers: If-Match first (RFC 9110 §13.2.2), then If-None-Match.
+      const current = etagOf(changed);
+      assertError(await api.patch(pet.id, { name: 'Both' }, { 'if-match': tag, 'if-none-match': '"other"' }), 412, 'precondition_failed', /If-Match does not match/);
+      assertError(await api.patch(pet.id, { name: 'Both' }, { 'if-match': current, 'if-none-match': current }), 412, 'precondition_failed', /If-None-Match/);
+      const both = await api.patch(pet.id, { name: 'Both' }, { 'if-match': current, 'if-none-match': tag });
+      assert.equal(both.status, 200, both.text);
+      assert.equal((await api.remove(pet.id, { 'if-none-match': tag })).status, 204, 'an old tag is not the current one');
+      // A missing pet is 404 whatever the conditions say (RFC 9110 §13.2.1).
+      assertError(await api.remove(pet.id, { 'if-none-match': '*' }), 404, 'not_found');
+    });
+
+    test('when getPet sends If-Match, then 412 precondition_failed unless it names the current tag (or is *); If-Match is evaluated before If-None-Match', async () => {
+      const { api } = await account('If-Match on reads');
+      const pet = await api.createOk({ name: 'Read', categoryId: 1 });
+      const stale = await currentTag(api, pet.id);
+      const changed = await api.patchOk(pet.id, { name: 'Read 2' });
+      const tag = await currentTag(api, pet.id);
+      // Several times each: the first read fills the cache, the next would be the fast path's.
+      for (let i = 0; i < 3; i++) {
+        for (const value of [stale, '"stale"', `W/${tag}`]) {
+          const res = await api.get(pet.id, { 'if-match': value });
+          assertError(res, 412, 'precondition_failed', new RegExp(`Pet ${pet.id} has changed`));
+          assert.ok(res.headers.get('deprecation'), 'the deprecation headers on a 412 too');
+        }
+        for (const value of [tag, '*', `"other", ${tag}`]) {
+          const res = await api.get(pet.id, { 'if-match': value });
+          assert.equal(res.status, 200, `If-Match: ${value}`);
+          assert.deepEqual(res.body, changed);
+          assert.equal(etagOf(res), tag);
+        }
+      }
+      assertError(await api.get(pet.id, { 'if-match': stale, 'if-none-match': tag }), 412, 'precondition_failed');
+      const notModified = await api.get(pet.id, { 'if-match': tag, 'if-none-match': tag });
+      assert.equal(notModified.status, 304);
+      assert.equal(notModified.text, '');
+      assertError(await api.get(pet.id + 100, { 'if-match': '*' }), 404, 'not_found');
     });
 
     test('when a createPet is replayed with its Idempotency-Key after the pet was patched, then 201 replays the pet as it is now; after it was deleted, 404 not_found', async () => {

@@ -39,7 +39,7 @@ export interface paths {
         /**
          * Get an animal (deprecated)
          * @deprecated
-         * @description Deprecated: removed on 5 December 2030 (from then on it answers 410 `gone`). Use `GET /pets` with the `status` filter instead. Every response carries `Deprecation`, `Sunset` and `Link` headers. An animal of another account answers 404, like a missing one. The 200 carries the pet's `ETag`; with `If-None-Match` naming it, the answer is 304 without a body.
+         * @description Deprecated: removed on 5 December 2030 (from then on it answers 410 `gone`). Use `GET /pets` with the `status` filter instead. Every response carries `Deprecation`, `Sunset` and `Link` headers. An animal of another account answers 404, like a missing one. The 200 carries the pet's `ETag`; with `If-None-Match` naming it, the answer is 304 without a body; with `If-Match` not naming it, 412.
          *
          *     Requires the `pets:read` scope (or `pets:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
@@ -48,7 +48,7 @@ export interface paths {
         post?: never;
         /**
          * Delete an animal
-         * @description Deletes the animal: from then on it is 404 everywhere (get, lists, filters, new orders), a second DELETE answers 404, and its id is never given to another animal. Its delivered or cancelled orders stay readable with their `petId`. Refused with 409 `pet_has_open_order` while it has a `placed` order. Honours `If-Match`. Records `pet.deleted`. Experimental.
+         * @description Deletes the animal: from then on it is 404 everywhere (get, lists, filters, new orders), a second DELETE answers 404, and its id is never given to another animal. Its delivered or cancelled orders stay readable with their `petId`. Refused with 409 `pet_has_open_order` while it has a `placed` order. Honours `If-Match` and `If-None-Match`. Records `pet.deleted`. Experimental.
          *
          *     Requires the `pets:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
@@ -95,14 +95,14 @@ export interface paths {
         };
         /**
          * Get a category
-         * @description The category with its name (if any) and exact `petCount`. A category exists while one of your pets uses its id (`createPet` takes any `categoryId`, as before) or it has been named. Experimental.
+         * @description The category with its name (if any) and exact `petCount`. A category exists while one of your pets uses its id (`createPet` takes any `categoryId`, as before) or it has been named. The 200 carries its `ETag`; with `If-None-Match` naming it, the answer is 304 without a body; with `If-Match` not naming it, 412. Experimental.
          *
          *     Requires the `pets:read` scope (or `pets:write`), or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
         get: operations["getCategory"];
         /**
          * Name a category
-         * @description Names or renames the category: 201 when it did not exist, 200 when it did. Names follow the pet-name rules and are unique in your account, compared case-insensitively (409 `category_name_taken`). Experimental.
+         * @description Names or renames the category: 201 when it did not exist, 200 when it did. Names follow the pet-name rules and are unique in your account, compared case-insensitively (409 `category_name_taken`). `If-None-Match: *` creates only (412 when it exists); `If-Match` with its ETag renames only the category you read (412 when it changed or does not exist). The answer carries the category's `ETag`. Experimental.
          *
          *     Requires the `pets:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
@@ -110,7 +110,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a category
-         * @description Deletes a category no pet uses (its name is forgotten); with pets in it, 409 `category_in_use`. Experimental.
+         * @description Deletes a category no pet uses (its name is forgotten); with pets in it, 409 `category_in_use`. Honours `If-Match` and `If-None-Match` (checked after those). Experimental.
          *
          *     Requires the `pets:write` scope, or a full-access key; a restricted key without it gets 403 `insufficient_scope`.
          */
@@ -627,7 +627,7 @@ export interface components {
              * @description Machine-readable error code, stable across releases.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "invalid_cursor" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "pet_has_open_order" | "precondition_failed" | "category_name_taken" | "category_in_use" | "invalid_webhook_url" | "webhook_endpoint_limit" | "webhook_endpoint_disabled" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "invalid_json" | "invalid_content_type" | "unsupported_content_encoding" | "invalid_cursor" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "gone" | "payload_too_large" | "headers_too_large" | "uri_too_long" | "request_timeout" | "idempotency_key_reused" | "idempotency_key_in_use" | "pet_not_available" | "invalid_transition" | "pet_has_open_order" | "precondition_failed" | "category_name_taken" | "category_in_use" | "invalid_webhook_url" | "webhook_endpoint_limit" | "webhook_endpoint_disabled" | "rate_limited" | "internal_error" | "service_unavailable";
             /** @description Human-readable description of what was wrong and how to fix it. */
             message: string;
             /** @description The HTTP status code of the response. */
@@ -1471,6 +1471,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body is compressed (`unsupported_content_encoding`): send it without a Content-Encoding; `Accept-Encoding` says which are accepted. */
+            415: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The content codings accepted for request bodies: `identity` (none). */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_content_encoding",
+                     *       "message": "The request body has a Content-Encoding (gzip, br…): send it uncompressed.",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The Idempotency-Key was already used with a different body (`idempotency_key_reused`). Use a new key. */
             422: {
                 headers: {
@@ -1557,7 +1579,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description An ETag from an earlier read (or `*`): 304 without a body while the pet is unchanged. */
+                /** @description Answer only if the pet's current ETag is one of these (strong comparison), or `*`; otherwise 412 `precondition_failed`. */
+                "if-match"?: string;
+                /** @description ETags from earlier reads (or `*`): 304 without a body while the pet's ETag is one of them (weak comparison). */
                 "if-none-match"?: string;
             };
             path: {
@@ -1611,7 +1635,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `petId` is not an integer from 1 to 9007199254740991 (`invalid_request`). */
+            /** @description `petId` is not an integer from 1 to 9007199254740991, or `If-Match` is malformed (`invalid_request`). */
             400: {
                 headers: {
                     /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
@@ -1745,6 +1769,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `If-Match` does not name the pet's current ETag (it changed since you read it) (`precondition_failed`). Read it again without `If-Match`, or with its new ETag. */
+            412: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description RFC 9745: when the operation was deprecated, as `@<unix seconds>`. */
+                    Deprecation?: string;
+                    /** @description RFC 8594: removal date, `Thu, 05 Dec 2030 00:00:00 GMT`. From then on: 410. */
+                    Sunset?: string;
+                    /** @description The successor (`</v1/pets>; rel="successor-version"`) and the deprecation notice (`rel="deprecation"`). */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "precondition_failed",
+                     *       "message": "A precondition failed: If-Match names none of the resource's current ETags (it changed since you read it, or does not exist), or a change's If-None-Match names its current ETag (or is * while it exists). Read it again and retry.",
+                     *       "status": 412
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -1835,6 +1885,8 @@ export interface operations {
             header?: {
                 /** @description Only delete the pet if its current ETag is one of these (strong comparison), or `*` (any existing pet); otherwise 412 `precondition_failed` and nothing changes. */
                 "if-match"?: string;
+                /** @description Only delete the pet if its current ETag is none of these (weak comparison); `*`: only if no such pet exists yet. Otherwise 412 `precondition_failed` and nothing changes. */
+                "if-none-match"?: string;
             };
             path: {
                 /**
@@ -1858,7 +1910,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `petId` is not an integer from 1 to 9007199254740991, or `If-Match` is malformed (`invalid_request`). */
+            /** @description `petId` is not an integer from 1 to 9007199254740991, or `If-Match` or `If-None-Match` is malformed (`invalid_request`). */
             400: {
                 headers: {
                     /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
@@ -1954,7 +2006,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `If-Match` does not match the pet's current ETag (`precondition_failed`): nothing changed. Read it again and retry. */
+            /** @description `If-Match` does not name the pet's current ETag (it changed since you read it), or `If-None-Match` names it or is `*` while it exists (`precondition_failed`): nothing changed. Read it again and retry. */
             412: {
                 headers: {
                     /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
@@ -1967,7 +2019,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "precondition_failed",
-                     *       "message": "The If-Match precondition failed: the resource changed since you read it (its ETag differs). Read it again and retry.",
+                     *       "message": "A precondition failed: If-Match names none of the resource's current ETags (it changed since you read it, or does not exist), or a change's If-None-Match names its current ETag (or is * while it exists). Read it again and retry.",
                      *       "status": 412
                      *     }
                      */
@@ -2042,6 +2094,8 @@ export interface operations {
             header?: {
                 /** @description Only change the pet if its current ETag is one of these (strong comparison), or `*` (any existing pet); otherwise 412 `precondition_failed` and nothing changes. */
                 "if-match"?: string;
+                /** @description Only change the pet if its current ETag is none of these (weak comparison); `*`: only if no such pet exists yet. Otherwise 412 `precondition_failed` and nothing changes. */
+                "if-none-match"?: string;
             };
             path: {
                 /**
@@ -2055,6 +2109,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["PetPatch"];
+                "application/merge-patch+json": components["schemas"]["PetPatch"];
             };
         };
         responses: {
@@ -2073,7 +2128,7 @@ export interface operations {
                     "application/json": components["schemas"]["Pet"];
                 };
             };
-            /** @description The body is missing, not JSON (`invalid_json`), not sent as JSON (`invalid_content_type`), or has a `null` name or categoryId, an unknown or invalid field, or `If-Match` is malformed (`invalid_request`). */
+            /** @description The body is missing, not JSON (`invalid_json`), not sent as JSON (`invalid_content_type`), or has a `null` name or categoryId, an unknown or invalid field, or `If-Match` or `If-None-Match` is malformed (`invalid_request`). */
             400: {
                 headers: {
                     /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
@@ -2162,7 +2217,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `If-Match` does not match the pet's current ETag (`precondition_failed`): nothing changed. Read it again and retry. */
+            /** @description `If-Match` does not name the pet's current ETag (it changed since you read it), or `If-None-Match` names it or is `*` while it exists (`precondition_failed`): nothing changed. Read it again and retry. */
             412: {
                 headers: {
                     /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
@@ -2175,7 +2230,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "precondition_failed",
-                     *       "message": "The If-Match precondition failed: the resource changed since you read it (its ETag differs). Read it again and retry.",
+                     *       "message": "A precondition failed: If-Match names none of the resource's current ETags (it changed since you read it, or does not exist), or a change's If-None-Match names its current ETag (or is * while it exists). Read it again and retry.",
                      *       "status": 412
                      *     }
                      */
@@ -2197,6 +2252,28 @@ export interface operations {
                      *       "code": "payload_too_large",
                      *       "message": "The request body is larger than the limit.",
                      *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is compressed (`unsupported_content_encoding`): send it without a Content-Encoding; `Accept-Encoding` says which are accepted. */
+            415: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The content codings accepted for request bodies: `identity` (none). */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_content_encoding",
+                     *       "message": "The request body has a Content-Encoding (gzip, br…): send it uncompressed.",
+                     *       "status": 415
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2407,7 +2484,12 @@ export interface operations {
     getCategory: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Answer only if the category's current ETag is one of these (strong comparison), or `*`; otherwise 412 `precondition_failed`. */
+                "if-match"?: string;
+                /** @description ETags from earlier reads (or `*`): 304 without a body while the category's ETag is one of them (weak comparison). */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description The category id.
@@ -2426,13 +2508,28 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
                     RateLimit?: string;
+                    /** @description Strong entity-tag of the category as sent: it changes whenever the category changes (its name or its petCount). Send it in `If-Match` to change the category only if nobody else has. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Category"];
                 };
             };
-            /** @description `categoryId` is not an integer from 1 to 9007199254740991 (`invalid_request`). */
+            /** @description Not modified: the category's ETag is one `If-None-Match` names. */
+            304: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description Strong entity-tag of the category as sent: it changes whenever the category changes (its name or its petCount). Send it in `If-Match` to change the category only if nobody else has. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `categoryId` is not an integer from 1 to 9007199254740991, or `If-Match` is malformed (`invalid_request`). */
             400: {
                 headers: {
                     /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
@@ -2508,6 +2605,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `If-Match` does not name the category's current ETag (it changed since you read it) (`precondition_failed`). Read it again without `If-Match`, or with its new ETag. */
+            412: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "precondition_failed",
+                     *       "message": "A precondition failed: If-Match names none of the resource's current ETags (it changed since you read it, or does not exist), or a change's If-None-Match names its current ETag (or is * while it exists). Read it again and retry.",
+                     *       "status": 412
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -2573,7 +2690,12 @@ export interface operations {
     putCategory: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Only name the category if its current ETag is one of these (strong comparison), or `*` (any existing category); otherwise 412 `precondition_failed` and nothing changes. */
+                "if-match"?: string;
+                /** @description Only name the category if its current ETag is none of these (weak comparison); `*`: only if no such category exists yet. Otherwise 412 `precondition_failed` and nothing changes. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description The category id.
@@ -2596,6 +2718,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
                     RateLimit?: string;
+                    /** @description Strong entity-tag of the category as sent: it changes whenever the category changes (its name or its petCount). Send it in `If-Match` to change the category only if nobody else has. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2609,13 +2733,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
                     RateLimit?: string;
+                    /** @description Strong entity-tag of the category as sent: it changes whenever the category changes (its name or its petCount). Send it in `If-Match` to change the category only if nobody else has. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Category"];
                 };
             };
-            /** @description The id is invalid, the body is missing, not JSON (`invalid_json`), not application/json (`invalid_content_type`), or its name is invalid or has unknown fields (`invalid_request`). */
+            /** @description The id is invalid, the body is missing, not JSON (`invalid_json`), not application/json (`invalid_content_type`), its name is invalid or has unknown fields, or `If-Match` or `If-None-Match` is malformed (`invalid_request`). */
             400: {
                 headers: {
                     /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
@@ -2684,6 +2810,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `If-Match` does not name the category's current ETag (it changed since you read it, or does not exist), or `If-None-Match` names it or is `*` while it exists (`precondition_failed`): nothing changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "precondition_failed",
+                     *       "message": "A precondition failed: If-Match names none of the resource's current ETags (it changed since you read it, or does not exist), or a change's If-None-Match names its current ETag (or is * while it exists). Read it again and retry.",
+                     *       "status": 412
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The body is larger than 64 KiB (`payload_too_large`). */
             413: {
                 headers: {
@@ -2699,6 +2845,28 @@ export interface operations {
                      *       "code": "payload_too_large",
                      *       "message": "The request body is larger than the limit.",
                      *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is compressed (`unsupported_content_encoding`): send it without a Content-Encoding; `Accept-Encoding` says which are accepted. */
+            415: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The content codings accepted for request bodies: `identity` (none). */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_content_encoding",
+                     *       "message": "The request body has a Content-Encoding (gzip, br…): send it uncompressed.",
+                     *       "status": 415
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2769,7 +2937,12 @@ export interface operations {
     deleteCategory: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Only delete the category if its current ETag is one of these (strong comparison), or `*` (any existing category); otherwise 412 `precondition_failed` and nothing changes. */
+                "if-match"?: string;
+                /** @description Only delete the category if its current ETag is none of these (weak comparison); `*`: only if no such category exists yet. Otherwise 412 `precondition_failed` and nothing changes. */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
                  * @description The category id.
@@ -2792,7 +2965,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `categoryId` is not an integer from 1 to 9007199254740991 (`invalid_request`). */
+            /** @description `categoryId` is not an integer from 1 to 9007199254740991, or `If-Match` or `If-None-Match` is malformed (`invalid_request`). */
             400: {
                 headers: {
                     /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
@@ -2883,6 +3056,26 @@ export interface operations {
                      *       "code": "category_in_use",
                      *       "message": "The category still has pets: move or delete them first.",
                      *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `If-Match` does not name the category's current ETag (it changed since you read it), or `If-None-Match` names it or is `*` while it exists (`precondition_failed`): nothing changed. Read it again and retry. */
+            412: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "precondition_failed",
+                     *       "message": "A precondition failed: If-Match names none of the resource's current ETags (it changed since you read it, or does not exist), or a change's If-None-Match names its current ETag (or is * while it exists). Read it again and retry.",
+                     *       "status": 412
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3368,6 +3561,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body is compressed (`unsupported_content_encoding`): send it without a Content-Encoding; `Accept-Encoding` says which are accepted. */
+            415: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The content codings accepted for request bodies: `identity` (none). */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_content_encoding",
+                     *       "message": "The request body has a Content-Encoding (gzip, br…): send it uncompressed.",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The Idempotency-Key was already used with a different body or operation (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -3758,6 +3973,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body is compressed (`unsupported_content_encoding`): send it without a Content-Encoding; `Accept-Encoding` says which are accepted. */
+            415: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The content codings accepted for request bodies: `identity` (none). */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_content_encoding",
+                     *       "message": "The request body has a Content-Encoding (gzip, br…): send it uncompressed.",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -3957,6 +4194,28 @@ export interface operations {
                      *       "code": "payload_too_large",
                      *       "message": "The request body is larger than the limit.",
                      *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is compressed (`unsupported_content_encoding`): send it without a Content-Encoding; `Accept-Encoding` says which are accepted. */
+            415: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The content codings accepted for request bodies: `identity` (none). */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_content_encoding",
+                     *       "message": "The request body has a Content-Encoding (gzip, br…): send it uncompressed.",
+                     *       "status": 415
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4798,6 +5057,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body is compressed (`unsupported_content_encoding`): send it without a Content-Encoding; `Accept-Encoding` says which are accepted. */
+            415: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The content codings accepted for request bodies: `identity` (none). */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_content_encoding",
+                     *       "message": "The request body has a Content-Encoding (gzip, br…): send it uncompressed.",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -5302,6 +5583,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body is compressed (`unsupported_content_encoding`): send it without a Content-Encoding; `Accept-Encoding` says which are accepted. */
+            415: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The content codings accepted for request bodies: `identity` (none). */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_content_encoding",
+                     *       "message": "The request body has a Content-Encoding (gzip, br…): send it uncompressed.",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -5478,6 +5781,28 @@ export interface operations {
                      *       "code": "payload_too_large",
                      *       "message": "The request body is larger than the limit.",
                      *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is compressed (`unsupported_content_encoding`): send it without a Content-Encoding; `Accept-Encoding` says which are accepted. */
+            415: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The content codings accepted for request bodies: `identity` (none). */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_content_encoding",
+                     *       "message": "The request body has a Content-Encoding (gzip, br…): send it uncompressed.",
+                     *       "status": 415
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -5850,6 +6175,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body is compressed (`unsupported_content_encoding`): send it without a Content-Encoding; `Accept-Encoding` says which are accepted. */
+            415: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The content codings accepted for request bodies: `identity` (none). */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_content_encoding",
+                     *       "message": "The request body has a Content-Encoding (gzip, br…): send it uncompressed.",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
             429: {
                 headers: {
@@ -6163,6 +6510,28 @@ export interface operations {
                      *       "code": "payload_too_large",
                      *       "message": "The request body is larger than the limit.",
                      *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is compressed (`unsupported_content_encoding`): send it without a Content-Encoding; `Accept-Encoding` says which are accepted. */
+            415: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The content codings accepted for request bodies: `identity` (none). */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_content_encoding",
+                     *       "message": "The request body has a Content-Encoding (gzip, br…): send it uncompressed.",
+                     *       "status": 415
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -6680,6 +7049,28 @@ export interface operations {
                      *       "code": "payload_too_large",
                      *       "message": "The request body is larger than the limit.",
                      *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is compressed (`unsupported_content_encoding`): send it without a Content-Encoding; `Accept-Encoding` says which are accepted. */
+            415: {
+                headers: {
+                    /** @description The per-key quota: `"default";q=<requests>;w=<seconds>` (a token bucket of q requests refilled over w seconds). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
+                    RateLimit?: string;
+                    /** @description The content codings accepted for request bodies: `identity` (none). */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported_content_encoding",
+                     *       "message": "The request body has a Content-Encoding (gzip, br…): send it uncompressed.",
+                     *       "status": 415
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

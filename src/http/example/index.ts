@@ -12,7 +12,7 @@ import type { Metrics } from '../plugins/metrics.js';
 import { registerOpenApiDocument } from '../plugins/openapi.js';
 import { createRateLimitHook } from '../plugins/rate-limit.js';
 import { EXAMPLE_BASE_PATH, messageRoutes } from '../routes/messages.js';
-import { createValidatorCompiler } from '../validation.js';
+import { createValidatorCompiler, refuseUndeclaredQuery } from '../validation.js';
 
 export const EXAMPLE_OPENAPI_PATH = `${EXAMPLE_BASE_PATH}/openapi.json`;
 
@@ -50,6 +50,7 @@ export const exampleApi: FastifyPluginAsyncTypebox<ExampleApiOptions> = async (a
   await app.register(async (api) => {
     api.addHook('onRequest', createAuthHook(services.apiKeys, authFailureLimit));
     api.addHook('onRequest', createRateLimitHook(rateLimiter, metrics));
+    api.addHook('onRoute', refuseUndeclaredQuery);
     await api.register(messageRoutes, { services });
   });
 };

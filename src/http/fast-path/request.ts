@@ -46,8 +46,10 @@ export function take(req: IncomingMessage, now: number): Taken | undefined {
   if (req.method !== 'GET' || url === undefined) return undefined;
   if (url.startsWith(PET_PREFIX)) {
     const idText = url.slice(PET_PREFIX.length);
-    // A conditional GET (If-None-Match) is Fastify's: it may answer 304.
-    if (!CANONICAL_ID.test(idText) || now >= GET_PET_SUNSET_AT || req.headers['if-none-match'] !== undefined) return undefined;
+    // A conditional GET (If-None-Match, If-Match) is Fastify's: it may answer 304 or 412
+    // (src/http/conditional.ts). A query string is too: the id pattern refuses it (400 there).
+    const headers = req.headers;
+    if (!CANONICAL_ID.test(idText) || now >= GET_PET_SUNSET_AT || headers['if-none-match'] !== undefined || headers['if-match'] !== undefined) return undefined;
     const id = Number(idText);
     return Number.isSafeInteger(id) ? { kind: 'getPet', id } : undefined;
   }

@@ -1,9 +1,10 @@
 // What every route of the app shares: schemas and validation, the error model, JSON parsing,
 // the headers every response carries, graceful shutdown, the one log line per request, and 405
 // (with Allow) for the methods a path does not have.
+import { METHODS } from 'node:http';
 import type { HTTPMethods } from 'fastify';
 import secureJson from 'secure-json-parse';
-import { InvalidContentTypeError, InvalidJsonError, InvalidRequestError, MethodNotAllowedError } from '../../errors.js';
+import { InvalidContentTypeError, InvalidJsonError, InvalidRequestError, MethodNotAllowedError, UnsupportedContentEncodingError } from '../../errors.js';
 import { createRequestLineWriter, writesAt } from '../../logger.js';
 import { hooks as tracingHooks, serverSpanOf } from '../../tracing/switch.js';
 import { eventSchemas } from '../../schemas/events.js';
@@ -12,6 +13,7 @@ import { categorySchemas } from '../../schemas/categories.js';
 import { apiKeySchemas } from '../../schemas/api-keys.js';
 import { auditSchemas } from '../../schemas/audit.js';
 import { type App, definePlugin, PLUGIN } from '../plugin.js';
+import { errorResponse, type HeaderSpec } from '../responses.js';
 import { createValidatorCompiler } from '../validation.js';
 import { registerErrorHandling } from './errors.js';
 import { registerShutdown } from './shutdown.js';
@@ -69,17 +71,40 @@ function registerRequestLog(app: App): void {
   });
 }
 
+/**
+ * Every operation that takes a body can answer 415 `unsupported_content_encoding` (parseBody):
+ * declared once here, beside its 413, with the same headers, so the document says so.
+ */
+function declareUnsupportedEncoding(app: App): void {
+  app.addHook('onRoute', (route) => {
+    const responses = route.schema?.response as Record<string, { headers?: HeaderSpec }> | undefined;
+    if (!route.schema?.body || !responses?.[413] || responses[415]) return;
+    responses[415] = errorResponse('The body is compressed (`unsupported_content_encoding`): send it without a Content-Encoding; `Accept-Encoding` says which are accepted.', {
+      ...responses[413].headers,
+      'Accept-Encoding': { type: 'string', description: 'The content codings accepted for request bodies: `identity` (none).' },
+    });
+  });
+}
+
+/** A JSON body, refused when compressed: nothing here decodes gzip or br, and parsing the bytes as JSON would blame UTF-8. */
+function parseBody(req: { headers: Record<string, string | string[] | undefined> }, body: Buffer): unknown {
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && String(encoding).trim().toLowerCase() !== 'identity') throw new UnsupportedContentEncodingError(String(encoding));
+  return parseJson(body);
+}
+
 export const corePlugin = definePlugin<{ bodyLimit: number }>(PLUGIN.core, [], async (app, { bodyLimit }) => {
   const schemas = [...sharedSchemas, ...categorySchemas, ...eventSchemas, ...apiKeySchemas, ...auditSchemas];
   for (const schema of schemas) app.addSchema(schema);
   app.setValidatorCompiler(createValidatorCompiler(schemas));
   registerErrorHandling(app, bodyLimit);
 
+  declareUnsupportedEncoding(app);
   app.decorateRequest('auth', null);
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
     try {
-      done(null, parseJson(body as Buffer));
+      done(null, parseBody(req, body as Buffer));
     } catch (err) {
       done(err as Error, undefined);
     }
@@ -91,7 +116,7 @@ export const corePlugin = definePlugin<{ bodyLimit: number }>(PLUGIN.core, [], a
       return;
     }
     try {
-      done(null, parseJson(body as Buffer));
+      done(null, parseBody(req, body as Buffer));
     } catch (err) {
       done(err as Error, undefined);
     }
@@ -109,13 +134,18 @@ export const corePlugin = definePlugin<{ bodyLimit: number }>(PLUGIN.core, [], a
   registerRequestLog(app);
 });
 
-const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+/** The methods an Allow header lists first, in this order; any other the router knows comes after. */
+const USUAL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
 /**
  * Remembers each path's methods from now on; the returned function, called once every route is
- * registered, makes the other methods answer 405 with Allow instead of 404.
+ * registered, makes every other method Node parses (TRACE, PROPFIND…) answer 405 with Allow
+ * instead of 404. CONNECT never reaches Fastify (instance.ts refuses it).
  */
 export function collectRouteMethods(app: App): () => void {
+  // No body is read for them: the answer is 405 whatever it holds.
+  for (const method of METHODS) if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method);
+  const allMethods = [...USUAL_METHODS, ...app.supportedMethods.filter((m) => !USUAL_METHODS.includes(m))] as HTTPMethods[];
   const methodsByUrl = new Map<string, Set<string>>();
   app.addHook('onRoute', (route) => {
     if (route.config && (route.config as { methodNotAllowed?: boolean }).methodNotAllowed) return;
@@ -125,9 +155,9 @@ export function collectRouteMethods(app: App): () => void {
   });
   return () => {
     for (const [url, allowed] of methodsByUrl) {
-      const other = ALL_METHODS.filter((m) => !allowed.has(m));
+      const other = allMethods.filter((m) => !allowed.has(m));
       if (other.length === 0) continue;
-      const allow = ALL_METHODS.filter((m) => allowed.has(m));
+      const allow = allMethods.filter((m) => allowed.has(m));
       app.route({
         method: other,
         url,

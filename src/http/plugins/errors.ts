@@ -56,6 +56,7 @@ const REASONS: Record<number, string> = {
   400: 'Bad Request',
   405: 'Method Not Allowed',
   408: 'Request Timeout',
+  414: 'URI Too Long',
   431: 'Request Header Fields Too Large',
 };
 
@@ -77,8 +78,18 @@ export function rawErrorReply(socket: Duplex, code: ErrorCode, message: string):
   );
 }
 
+/** Node counts the request line in its 16 KiB of headers: an overflow inside a long first line is the URL's. */
+function urlTooLong(error: Error & { rawPacket?: unknown }): boolean {
+  if (!Buffer.isBuffer(error.rawPacket)) return false;
+  const packet = error.rawPacket.toString('latin1', 0, Math.min(error.rawPacket.length, 32 * 1024));
+  const end = packet.indexOf('\r\n');
+  return /^[A-Z]+ \S/.test(packet) && (end === -1 ? packet.length : end) > 8 * 1024;
+}
+
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Duplex): void {
-  if (error.code === 'HPE_HEADER_OVERFLOW') {
+  if (error.code === 'HPE_HEADER_OVERFLOW' && urlTooLong(error)) {
+    rawErrorReply(socket, 'uri_too_long', 'The request URL is longer than the server accepts (about 16 KiB with the headers). Shorten it: a cursor is a few hundred characters.');
+  } else if (error.code === 'HPE_HEADER_OVERFLOW') {
     rawErrorReply(socket, 'headers_too_large', 'The request headers are larger than 16 KiB. Send smaller headers.');
   } else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     rawErrorReply(socket, 'request_timeout', 'The request was not received in time. Send it again, faster.');

@@ -54,7 +54,8 @@ implies \`…:read\`). Each operation names the scope it needs (\`x-required-sco
 expire; an expired key gets 401. See /docs/keys.
 
 **Errors**: every non-2xx response is an \`Error\` object \`{code, message, status}\`; \`code\` values are listed on the
-\`Error\` schema and are stable.
+\`Error\` schema and are stable. Unknown body fields and unknown query parameters (on any operation, including those that
+take none) are refused with 400 \`invalid_request\` naming them.
 
 **Ids**: pet and order ids are numbered per account (1, 2, 3, …): unique within your account, never reused; they
 tell nothing about other accounts.

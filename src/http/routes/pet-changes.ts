@@ -1,11 +1,10 @@
 // updatePet and deletePet (experimental): thin handlers over services.petChanges.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import Type from 'typebox';
 import { PetPatch } from '../../schemas/categories.js';
 import { Pet, PetIdParams, ref } from '../../schemas/index.js';
 import type { Services } from '../../services/index.js';
 import { petEtag } from '../../services/pet-changes.js';
-import { etagHeader, ifMatchDescription, ifMatchOf } from '../conditional.js';
+import { changeConditionHeaders, changePrecondition, etagHeader, preconditionFailedResponse } from '../conditional.js';
 import { accountId, requiresScope } from '../plugins/auth.js';
 import { commonErrors, errorResponse, noContent, rateLimitHeaders, stability, success } from '../responses.js';
 
@@ -14,8 +13,8 @@ type PetChangeService = Services['petChanges'];
 
 const PET_PATH = '/v1/pets/:petId';
 const notFound = errorResponse('No animal with this id in your account, or it was deleted (`not_found`).', rateLimitHeaders);
-const stale = errorResponse('`If-Match` does not match the pet\'s current ETag (`precondition_failed`): nothing changed. Read it again and retry.', rateLimitHeaders);
-const conditionHeaders = (what: string) => Type.Object({ 'if-match': Type.Optional(Type.String({ description: ifMatchDescription(what) })) });
+const stale = preconditionFailedResponse('pet');
+const conditionHeaders = (action: string) => changeConditionHeaders(action, 'pet');
 
 export const petChangeRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   updatePet(app, services.petChanges);
@@ -42,10 +41,12 @@ function updatePet(app: App, petChanges: PetChangeService): void {
         params: PetIdParams,
         headers: conditionHeaders('change the pet'),
         body: ref(PetPatch),
+        // Both media types take the same merge patch; application/json first, as clients send it.
+        consumes: ['application/json', 'application/merge-patch+json'],
         response: {
           200: success('The animal after the change.', ref(Pet), { ...rateLimitHeaders, ...etagHeader }),
           400: errorResponse(
-            'The body is missing, not JSON (`invalid_json`), not sent as JSON (`invalid_content_type`), or has a `null` name or categoryId, an unknown or invalid field, or `If-Match` is malformed (`invalid_request`).',
+            'The body is missing, not JSON (`invalid_json`), not sent as JSON (`invalid_content_type`), or has a `null` name or categoryId, an unknown or invalid field, or `If-Match` or `If-None-Match` is malformed (`invalid_request`).',
             rateLimitHeaders,
           ),
           404: notFound,
@@ -57,7 +58,8 @@ function updatePet(app: App, petChanges: PetChangeService): void {
       },
     },
     async (request, reply) => {
-      const pet = await petChanges.update(accountId(request), request.params.petId, request.body, ifMatchOf(request.headers['if-match']));
+      const { petId } = request.params;
+      const pet = await petChanges.update(accountId(request), petId, request.body, changePrecondition(request.headers, `Pet ${petId}`));
       return reply.header('etag', petEtag(pet)).send(pet);
     },
   );
@@ -75,13 +77,13 @@ function deletePet(app: App, petChanges: PetChangeService): void {
         description:
           'Deletes the animal: from then on it is 404 everywhere (get, lists, filters, new orders), a second DELETE answers 404, and ' +
           'its id is never given to another animal. Its delivered or cancelled orders stay readable with their `petId`. Refused ' +
-          'with 409 `pet_has_open_order` while it has a `placed` order. Honours `If-Match`. Records `pet.deleted`. Experimental.',
+          'with 409 `pet_has_open_order` while it has a `placed` order. Honours `If-Match` and `If-None-Match`. Records `pet.deleted`. Experimental.',
         ...stability('experimental'),
         params: PetIdParams,
         headers: conditionHeaders('delete the pet'),
         response: {
           204: noContent('Deleted.', rateLimitHeaders),
-          400: errorResponse('`petId` is not an integer from 1 to 9007199254740991, or `If-Match` is malformed (`invalid_request`).', rateLimitHeaders),
+          400: errorResponse('`petId` is not an integer from 1 to 9007199254740991, or `If-Match` or `If-None-Match` is malformed (`invalid_request`).', rateLimitHeaders),
           404: notFound,
           409: errorResponse('The animal has a placed order: deliver or cancel it first (`pet_has_open_order`).', rateLimitHeaders),
           412: stale,
@@ -90,7 +92,8 @@ function deletePet(app: App, petChanges: PetChangeService): void {
       },
     },
     async (request, reply) => {
-      await petChanges.remove(accountId(request), request.params.petId, ifMatchOf(request.headers['if-match']));
+      const { petId } = request.params;
+      await petChanges.remove(accountId(request), petId, changePrecondition(request.headers, `Pet ${petId}`));
       return reply.status(204).send();
     },
   );

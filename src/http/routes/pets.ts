@@ -1,7 +1,6 @@
 // Thin handlers: validated input in, service call, shaped output. No business rules here.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import Type from 'typebox';
 import type { Clock } from '../../clock.js';
 import { GoneError } from '../../errors.js';
 import {
@@ -19,7 +18,7 @@ import type { Services } from '../../services/index.js';
 import type { PetPage } from '../../services/pets.js';
 import { GET_PET_SUNSET_AT, getPetDeprecationExtensions, getPetDeprecationHeaders } from '../deprecation.js';
 import { petEtag } from '../../services/pet-changes.js';
-import { etagHeader, noneMatchFails } from '../conditional.js';
+import { etagHeader, notModified, preconditionFailedResponse, readConditionHeaders } from '../conditional.js';
 import { accountId, requiresScope } from '../plugins/auth.js';
 import type { Metrics } from '../plugins/metrics.js';
 import { commonErrors, errorResponse, idempotentReplayedHeader, noContent, pageLinkHeaders, rateLimitHeaders, retryAfterHeader, success } from '../responses.js';
@@ -201,17 +200,18 @@ function getPet(app: App, services: Services, clock: Clock, { pets: petWire, dep
         description:
           'Deprecated: removed on 5 December 2030 (from then on it answers 410 `gone`). Use `GET /pets` with the `status` filter instead. ' +
           'Every response carries `Deprecation`, `Sunset` and `Link` headers. An animal of another account answers 404, like a missing one. ' +
-          'The 200 carries the pet\'s `ETag`; with `If-None-Match` naming it, the answer is 304 without a body.',
+          'The 200 carries the pet\'s `ETag`; with `If-None-Match` naming it, the answer is 304 without a body; with `If-Match` not naming it, 412.',
         deprecated: true,
         ...getPetDeprecationExtensions,
         params: PetIdParams,
-        headers: Type.Object({ 'if-none-match': Type.Optional(Type.String({ description: 'An ETag from an earlier read (or `*`): 304 without a body while the pet is unchanged.' })) }),
+        headers: readConditionHeaders('pet'),
         response: {
           200: success('The animal.', ref(Pet), { ...deprecationHeaders, ...etagHeader }),
           304: noContent('Not modified: the pet\'s ETag is one `If-None-Match` names.', { ...deprecationHeaders, ...etagHeader }),
-          400: errorResponse('`petId` is not an integer from 1 to 9007199254740991 (`invalid_request`).', deprecationHeaders),
+          400: errorResponse('`petId` is not an integer from 1 to 9007199254740991, or `If-Match` is malformed (`invalid_request`).', deprecationHeaders),
           404: errorResponse('No animal with this id in the account (`not_found`).', deprecationHeaders),
           410: errorResponse('The operation was removed at its sunset date (`gone`).', deprecationHeaders),
+          412: preconditionFailedResponse('pet', { read: true, headers: deprecationHeaders }),
           ...commonErrors(deprecationHeaders),
         },
       },
@@ -223,8 +223,9 @@ function getPet(app: App, services: Services, clock: Clock, { pets: petWire, dep
       }
       const pet = await services.pets.get(accountId(request), request.params.petId);
       const etag = petEtag(pet);
+      const unchanged = notModified(request.headers, etag, `Pet ${pet.id}`);
       reply.header('etag', etag);
-      if (noneMatchFails(request.headers['if-none-match'], etag)) return reply.status(304).send();
+      if (unchanged) return reply.status(304).send();
       let body = petWire.get(pet);
       if (body === undefined) {
         body = serialized(reply, pet);

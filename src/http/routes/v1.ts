@@ -1,5 +1,6 @@
 // The authenticated API under /v1: who is calling, then whether they may call now (hooks for
-// every route registered inside), then each resource's routes.
+// every route registered inside), then each resource's routes, each refusing query parameters
+// it does not declare.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Clock } from '../../clock.js';
 import type { EventsConfig } from '../../config.js';
@@ -8,6 +9,7 @@ import type { RateLimiter } from '../../services/rate-limit.js';
 import { type AuthFailureLimit, createAuthHook } from '../plugins/auth.js';
 import type { Metrics } from '../plugins/metrics.js';
 import { createRateLimitHook } from '../plugins/rate-limit.js';
+import { refuseUndeclaredQuery } from '../validation.js';
 import { orderRoutes } from './orders.js';
 import { eventRoutes } from './events.js';
 import { eventStreamRoutes } from './event-stream.js';
@@ -31,6 +33,7 @@ export interface V1Options {
 export const v1Routes: FastifyPluginAsyncTypebox<V1Options> = async (app, { services, clock, rateLimiter, authFailureLimit, metrics, wire, events }) => {
   app.addHook('onRequest', createAuthHook(services.apiKeys, authFailureLimit));
   app.addHook('onRequest', createRateLimitHook(rateLimiter, metrics));
+  app.addHook('onRoute', refuseUndeclaredQuery);
   await app.register(petRoutes, { services, clock, wire });
   await app.register(petChangeRoutes, { services });
   await app.register(categoryRoutes, { services });
