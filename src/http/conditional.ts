@@ -9,7 +9,7 @@
 import Type from 'typebox';
 import { InvalidRequestError, PreconditionFailedError } from '../errors.js';
 import type { Precondition } from '../services/preconditions.js';
-import { errorResponse, rateLimitHeaders } from './responses.js';
+import { errorResponse, type HeaderSpec, rateLimitHeaders } from './responses.js';
 
 /** `*` (any current representation) or the entity-tags listed, as sent (W/ kept). */
 type EntityTags = '*' | readonly string[];
@@ -98,7 +98,6 @@ export function notModified(headers: ConditionalHeaders, etag: string, what: str
   return failure === 'if-none-match';
 }
 
-type HeaderSpec = Record<string, { type: 'string'; description: string }>;
 
 /** The ETag response header of `resource` ("pet"), saying what its tag covers. */
 export const etagHeaderOf = (resource: string, covers = ''): HeaderSpec => ({

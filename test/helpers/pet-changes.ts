@@ -14,6 +14,14 @@ export type Account = { accountId: string; key: string };
 /** The suites send thousands of requests: no rate limit in the way. */
 export const env = { PETSTORE_RATE_LIMIT_PER_SECOND: '1000000', PETSTORE_RATE_LIMIT_BURST: '1000000' };
 
+/** The response's ETag, asserted present and strong. */
+export const etagOf = (res: TestResponse): string => {
+  const tag = res.headers.get('etag');
+  assert.ok(tag, `an ETag on ${res.status}: ${res.text}`);
+  assert.match(tag, /^"[\x21\x23-\x7e]+"$/, 'a strong entity-tag');
+  return tag;
+};
+
 export function assertError(res: TestResponse, status: number, code: string, message?: RegExp): void {
   assert.equal(res.status, status, res.text);
   assert.equal((res.body as { code: string }).code, code, res.text);

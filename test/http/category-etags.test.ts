@@ -5,16 +5,9 @@
 // the order of the checks (404 and 409 on DELETE before 412; 412 on PUT before 409).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { sharedApp, type TestApp, type TestResponse } from '../helpers/app.js';
+import { sharedApp, type TestApp } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
-import { assertError, type Category, env, petApi, type PetApi } from '../helpers/pet-changes.js';
-
-const etagOf = (res: TestResponse): string => {
-  const tag = res.headers.get('etag');
-  assert.ok(tag, `an ETag on ${res.status}: ${res.text}`);
-  assert.match(tag, /^"[\x21\x23-\x7e]+"$/, 'a strong entity-tag');
-  return tag;
-};
+import { assertError, type Category, env, etagOf, petApi, type PetApi } from '../helpers/pet-changes.js';
 
 for (const backend of backends) {
   describe(`category ETags and conditional requests over HTTP (${backend.name})`, () => {

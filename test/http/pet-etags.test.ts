@@ -7,16 +7,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { sharedApp, type TestApp, type TestResponse } from '../helpers/app.js';
+import { sharedApp, type TestApp } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
-import { assertError, env, type Pet, petApi, type PetApi } from '../helpers/pet-changes.js';
-
-const etagOf = (res: TestResponse): string => {
-  const tag = res.headers.get('etag');
-  assert.ok(tag, `an ETag on ${res.status}: ${res.text}`);
-  assert.match(tag, /^"[\x21\x23-\x7e]+"$/, 'a strong entity-tag');
-  return tag;
-};
+import { assertError, env, etagOf, type Pet, petApi, type PetApi } from '../helpers/pet-changes.js';
 
 for (const backend of backends) {
   describe(`pet ETags and conditional requests over HTTP (${backend.name})`, () => {
