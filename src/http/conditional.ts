@@ -98,7 +98,6 @@ export function notModified(headers: ConditionalHeaders, etag: string, what: str
   return failure === 'if-none-match';
 }
 
-
 /** The ETag response header of `resource` ("pet"), saying what its tag covers. */
 export const etagHeaderOf = (resource: string, covers = ''): HeaderSpec => ({
   ETag: {
