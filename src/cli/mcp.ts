@@ -1,6 +1,7 @@
 // `petstore mcp`: the API's tools (src/mcp/tools.ts) over stdio for desktop MCP clients, calling
 // the API over HTTP with the given key; the tools come from the server's own served documents.
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { ApiRequest } from '../mcp/api.js';
 import { createMcpServer } from '../mcp/server.js';
 import { type ToolSource, toolsOf } from '../mcp/tools.js';
 
@@ -13,9 +14,19 @@ export async function runMcpStdio(apiKey: string, baseUrl: string): Promise<void
     if (res.ok) sources.push({ document: (await res.json()) as Record<string, unknown>, basePath });
     else if (sources.length === 0) throw new Error(`GET ${origin}${basePath}/openapi.json answered ${res.status}: is --base-url the API's URL ending in /v1?`);
   }
-  const server = createMcpServer(toolsOf(sources), async ({ method, path, headers, body }) => {
-    const res = await fetch(origin + path, { method, headers: { ...headers, authorization: `Bearer ${apiKey}` }, ...(body !== undefined ? { body } : {}) });
-    return { status: res.status, text: await res.text() };
+  const request = ({ method, path, headers, body }: ApiRequest, signal?: AbortSignal) =>
+    fetch(origin + path, { method, headers: { ...headers, authorization: `Bearer ${apiKey}` }, ...(body !== undefined ? { body } : {}), ...(signal ? { signal } : {}) });
+  const server = createMcpServer(toolsOf(sources), {
+    async send(call) {
+      const res = await request(call);
+      return { status: res.status, text: await res.text() };
+    },
+    async open(call, signal) {
+      // Aborting the fetch closes the connection: the server ends the stream.
+      const res = await request(call, signal);
+      if (res.status !== 200 || !res.body) return { status: res.status, text: await res.text() };
+      return { status: 200, chunks: res.body as unknown as AsyncIterable<Uint8Array> };
+    },
   });
   await server.connect(new StdioServerTransport());
   await new Promise<void>((resolve) => {

@@ -1,9 +1,10 @@
 // Writing one event stream (text/event-stream) to a response: frames from the subscription,
 // a comment when nothing was written for the heartbeat interval, the slow-consumer cut-off,
-// and the end on shutdown. What to send is the subscription's (src/services/event-stream.ts).
+// and the end (on shutdown, or when the key is revoked or expires) with a comment saying why.
+// What to send is the subscription's (src/services/event-stream.ts).
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import type { EventSubscription } from '../services/event-stream.js';
+import type { EventSubscription, StreamEnd } from '../services/event-stream.js';
 import { eventJson } from '../services/events.js';
 import type { StoredEvent } from '../store/events.js';
 
@@ -18,6 +19,22 @@ export interface SseOptions {
 
 /** One SSE frame: id is the sequence, event the type, data the event's JSON (one line). */
 export const sseFrame = (e: StoredEvent) => `id: ${e.seq}\nevent: ${e.type}\ndata: ${eventJson(e)}\n\n`;
+
+/**
+ * The last comment of a stream the server ends: why, and what to do. A browser's EventSource
+ * reconnects by itself; with a revoked or expired key that answers 401, which stops it.
+ */
+export function endComment(end: StreamEnd | undefined, lastSeq: number): string {
+  switch (end?.reason) {
+    case 'key_revoked':
+      return `: unauthorized: the API key was revoked, so this stream ends (the key is refused with 401 from now on). Open a new stream with another key, with Last-Event-ID: ${lastSeq}\n\n`;
+    case 'key_expired':
+      return `: unauthorized: the API key expired at ${new Date(end.at).toISOString()}, so this stream ends. Open a new stream with another key, with Last-Event-ID: ${lastSeq}\n\n`;
+    default:
+      // Shutdown: the last id sent is where the client resumes (on another instance).
+      return `: server shutting down; reconnect with Last-Event-ID: ${lastSeq}\n\n`;
+  }
+}
 
 /** Whether `res` drained within `ms` (false also when it closed). */
 function drained(res: ServerResponse, ms: number): Promise<boolean> {
@@ -36,7 +53,7 @@ function drained(res: ServerResponse, ms: number): Promise<boolean> {
   });
 }
 
-/** Streams until the client goes, the consumer is cut off, the store fails, or shutdown. */
+/** Streams until the client goes, the consumer is cut off, the store fails, the key may no longer read, or shutdown. */
 export async function pumpEvents(res: ServerResponse, sub: EventSubscription, { heartbeatMs, bufferBytes, log }: SseOptions): Promise<void> {
   let open = true;
   res.on('close', () => {
@@ -49,8 +66,7 @@ export async function pumpEvents(res: ServerResponse, sub: EventSubscription, { 
       const outcome = await sub.wait(Math.max(0, heartbeatMs - (Date.now() - lastWrite)));
       if (!open) return;
       if (outcome === 'closed') {
-        // Shutdown: the last id sent is where the client resumes (on another instance).
-        res.end(`: server shutting down; reconnect with Last-Event-ID: ${sub.lastSeq}\n\n`);
+        res.end(endComment(sub.ended, sub.lastSeq));
         return;
       }
       const events = outcome === 'wake' ? await sub.read() : [];

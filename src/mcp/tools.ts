@@ -1,9 +1,12 @@
 // The API as MCP tools, generated from the served OpenAPI documents so they cannot drift from it:
 // one tool per operation (name = operationId; description, deprecation and stability from the
 // document; input schema = its parameters and body, $refs inlined). A call is an ordinary HTTP
-// request with the caller's key (`send`), so every rule of the API (scopes, isolation, rate
-// limits, validation) applies as it is; writes carry an Idempotency-Key.
+// request with the caller's key (the `Api`), so every rule of the API (scopes, isolation, rate
+// limits, validation) applies as it is; writes carry an Idempotency-Key. An operation that
+// answers a stream (text/event-stream) is a bounded tool instead (stream-tool.ts).
 import { createHash } from 'node:crypto';
+import { type ApiTool, resultOf } from './api.js';
+import { isStreaming, streamTool } from './stream-tool.js';
 
 type Json = Record<string, unknown>;
 
@@ -11,22 +14,6 @@ type Json = Record<string, unknown>;
 export interface ToolSource {
   document: Json;
   basePath: string;
-}
-
-export interface ApiTool {
-  name: string;
-  description: string;
-  inputSchema: Json & { type: 'object' };
-  annotations: { title: string; readOnlyHint: boolean; idempotentHint: boolean };
-  call(args: Record<string, unknown>, send: Send): Promise<ToolResult>;
-}
-
-export type Send = (request: { method: string; path: string; headers: Record<string, string>; body?: string }) => Promise<{ status: number; text: string }>;
-
-export interface ToolResult {
-  content: Array<{ type: 'text'; text: string }>;
-  isError?: boolean;
-  [key: string]: unknown;
 }
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
@@ -70,14 +57,41 @@ function markers(op: Json): string {
   return notes.length ? `${notes.join(' ')}\n\n` : '';
 }
 
-function toolOf(source: ToolSource, path: string, method: (typeof METHODS)[number], op: Json, components: Json): ApiTool {
-  const parameters = (op.parameters as Parameter[] | undefined) ?? [];
+/** The tool's input properties for the operation's parameters (and the names of the required ones). */
+function parameterProperties(parameters: readonly Parameter[], components: Json): { properties: Json; required: string[] } {
   const properties: Json = {};
   const required: string[] = [];
-  const usable = parameters;
-  for (const p of usable) {
+  for (const p of parameters) {
     properties[p.name] = { ...(inline(p.schema ?? {}, components) as Json), ...(p.description ? { description: p.description } : {}) };
     if (p.required) required.push(p.name);
+  }
+  return { properties, required };
+}
+
+/** The request's URL and headers from the call's arguments for the operation's parameters. */
+function requestOf(basePath: string, path: string, parameters: readonly Parameter[], args: Record<string, unknown>): { url: string; headers: Record<string, string> } {
+  let url = basePath + path.replace(/\{([^}]+)\}/g, (_, key: string) => encodeURIComponent(String(args[key] ?? '')));
+  const query = new URLSearchParams();
+  const headers: Record<string, string> = {};
+  for (const p of parameters) {
+    const value = args[p.name];
+    if (value === undefined || p.in === 'path') continue;
+    if (p.in === 'query') query.set(p.name, String(value));
+    else headers[p.name.toLowerCase()] = String(value);
+  }
+  if (query.size > 0) url += `?${query}`;
+  return { url, headers };
+}
+
+/** What the description says before the operation's own text: markers, then the summary. */
+const descriptionOf = (op: Json, name: string) => `${markers(op)}${String(op.summary ?? name)}: ${String(op.description ?? '')}`.trim();
+
+function toolOf(source: ToolSource, path: string, method: (typeof METHODS)[number], op: Json, components: Json): ApiTool {
+  const usable = (op.parameters as Parameter[] | undefined) ?? [];
+  const { properties, required } = parameterProperties(usable, components);
+  const name = String(op.operationId);
+  if (method === 'get' && isStreaming(op)) {
+    return streamTool({ name, description: descriptionOf(op, name), title: String(op.summary ?? name), properties, required, request: (args) => requestOf(source.basePath, path, usable, args) });
   }
   const body = (op.requestBody as { required?: boolean; content?: Record<string, { schema?: unknown }> } | undefined);
   const media = body?.content && Object.entries(body.content)[0];
@@ -85,24 +99,14 @@ function toolOf(source: ToolSource, path: string, method: (typeof METHODS)[numbe
     properties.body = { ...(inline(media[1].schema ?? {}, components) as Json), description: `The request body (${media[0]}).` };
     if (body.required) required.push('body');
   }
-  const name = String(op.operationId);
   const write = method !== 'get';
   return {
     name,
-    description: `${markers(op)}${String(op.summary ?? name)}: ${String(op.description ?? '')}`.trim(),
+    description: descriptionOf(op, name),
     inputSchema: { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false },
     annotations: { title: String(op.summary ?? name), readOnlyHint: !write, idempotentHint: !write || method === 'put' || method === 'delete' },
-    async call(args, send) {
-      let url = source.basePath + path.replace(/\{([^}]+)\}/g, (_, key: string) => encodeURIComponent(String(args[key] ?? '')));
-      const query = new URLSearchParams();
-      const headers: Record<string, string> = {};
-      for (const p of usable) {
-        const value = args[p.name];
-        if (value === undefined || p.in === 'path') continue;
-        if (p.in === 'query') query.set(p.name, String(value));
-        else headers[p.name.toLowerCase()] = String(value);
-      }
-      if (query.size > 0) url += `?${query}`;
+    async call(args, api) {
+      const { url, headers } = requestOf(source.basePath, path, usable, args);
       // An agent that repeats a call (same tool, same arguments) gets the first answer, not a
       // second pet: the default key is derived from the call. To do the same thing twice on
       // purpose, pass distinct Idempotency-Key values.
@@ -112,24 +116,10 @@ function toolOf(source: ToolSource, path: string, method: (typeof METHODS)[numbe
         headers['content-type'] = media[0];
         payload = JSON.stringify(args.body);
       }
-      const answer = await send({ method: method.toUpperCase(), path: url, headers, ...(payload !== undefined ? { body: payload } : {}) });
+      const answer = await api.send({ method: method.toUpperCase(), path: url, headers, ...(payload !== undefined ? { body: payload } : {}) });
       return resultOf(answer);
     },
   };
-}
-
-/** The API's JSON as the tool's result; an error answer as a tool error with status, code and message. */
-function resultOf({ status, text }: { status: number; text: string }): ToolResult {
-  if (status >= 200 && status < 300) return { content: [{ type: 'text', text: text === '' ? JSON.stringify({ status }) : text }] };
-  let error: { code?: unknown; message?: unknown } = {};
-  try {
-    error = JSON.parse(text) as typeof error;
-  } catch {
-    // not an Error body
-  }
-  const code = typeof error.code === 'string' ? error.code : 'unexpected_response';
-  const message = typeof error.message === 'string' ? error.message : `HTTP ${status}`;
-  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ status, code, message }) }] };
 }
 
 /** One tool per operation of the documents, in document order. */

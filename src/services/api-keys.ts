@@ -116,6 +116,13 @@ export function newKeyRecord(accountId: string, keyEnvironment: Environment, opt
   return { key, record };
 }
 const KEY_CACHE_MAX_ENTRIES = 10_000;
+/** How often, while anyone listens for key changes, SQLite's change check is read. */
+const KEY_CHANGE_CHECK_MS = 250;
+/** Without a live PostgreSQL LISTEN (or any way to hear changes): listeners re-check this often. */
+const KEY_CHANGE_UNHEARD_MS = 1_000;
+
+/** Told that a key changed (its id), or that any may have (undefined: re-check them all). */
+export type KeyChangeListener = (keyId: string | undefined) => void;
 
 export interface ApiKeyServiceDeps {
   apiKeys: ApiKeyRepository;
@@ -143,7 +150,6 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
   const other: Environment = environment === 'production' ? 'staging' : 'production';
   // Keyed by the token itself: it never leaves process memory, and hashing is what we skip.
   const cache = new Map<string, { auth: AuthContext; expiresAt: number }>();
-  let seenChanges = externalChangeCounter?.();
   // Bumped by every change heard: a lookup that started before one must not be remembered
   // (it may have read the key just before it was revoked).
   let generation = 0;
@@ -152,27 +158,22 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     generation++;
     if (keyId === undefined) cache.clear();
     else for (const [token, entry] of cache) if (entry.auth.keyId === keyId) cache.delete(token);
+    changes.tell(keyId);
   };
   /** Whether remembered keys can be trusted now; starts listening on first use (the CLI never does). */
   const trusted = (): boolean => {
-    if (seenChanges !== undefined) return true;
+    if (externalChangeCounter) return true;
     if (!apiKeys.watch) return false;
     watch ??= apiKeys.watch(forget);
     return watch.live();
   };
 
+  const changes = keyChangeListeners({ counter: externalChangeCounter, moved: () => cache.clear(), heard: trusted });
+
   function cached(token: string): AuthContext | undefined {
     if (cache.size === 0) return undefined;
-    if (seenChanges !== undefined) {
-      const changes = externalChangeCounter!();
-      if (changes !== seenChanges) {
-        seenChanges = changes;
-        cache.clear();
-        return undefined;
-      }
-    } else if (!watch?.live()) {
-      return undefined;
-    }
+    // SQLite: another process committed; PostgreSQL: not listening, so a change may go unheard.
+    if (externalChangeCounter ? changes.moved() : !watch?.live()) return undefined;
     const entry = cache.get(token);
     if (!entry) return undefined;
     if (entry.expiresAt > Date.now()) {
@@ -278,10 +279,63 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
 
     /** What authenticate does after a cache miss: for callers that just asked authenticateCached. */
     verify,
+
+    /** Subscribes to key changes as the cache hears them (keyChangeListeners); returns the unsubscribe. */
+    onKeyChange: changes.subscribe,
   };
 }
 
 export type ApiKeyService = ReturnType<typeof createApiKeyService>;
+
+/**
+ * How the key cache hears changes, and who else hears them (open event streams, which end with
+ * their key): this process's changes and PostgreSQL's notices at once (`tell`); SQLite's change
+ * check (`counter`: another process committed) when the cache is read, and, since it has no push,
+ * every KEY_CHANGE_CHECK_MS while anyone listens; while changes cannot be heard at all (`heard`:
+ * PostgreSQL's LISTEN is down), listeners re-check every key each second.
+ */
+function keyChangeListeners(deps: { counter: (() => number) | undefined; moved: () => void; heard: () => boolean }) {
+  const listeners = new Set<KeyChangeListener>();
+  let seen = deps.counter?.();
+  let timer: NodeJS.Timeout | undefined;
+  let lastUnheard = 0;
+  const tell = (keyId: string | undefined) => {
+    for (const listener of listeners) listener(keyId);
+  };
+  /** Whether the counter moved since last asked (then `moved` runs and listeners are told). */
+  const moved = (): boolean => {
+    const counter = deps.counter?.();
+    if (counter === seen) return false;
+    seen = counter;
+    deps.moved();
+    tell(undefined);
+    return true;
+  };
+  const check = () => {
+    moved();
+    if (deps.heard() || Date.now() - lastUnheard < KEY_CHANGE_UNHEARD_MS) return;
+    lastUnheard = Date.now();
+    tell(undefined);
+  };
+  return {
+    tell,
+    moved,
+    subscribe(listener: KeyChangeListener): () => void {
+      listeners.add(listener);
+      deps.heard(); // starts listening (PostgreSQL) if nothing has yet
+      if (timer === undefined) {
+        timer = setInterval(check, KEY_CHANGE_CHECK_MS);
+        timer.unref();
+      }
+      return () => {
+        listeners.delete(listener);
+        if (listeners.size > 0 || timer === undefined) return;
+        clearInterval(timer);
+        timer = undefined;
+      };
+    },
+  };
+}
 
 /** A key's last use in this process, shared by every context of the key. */
 export interface KeyUsage {

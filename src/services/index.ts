@@ -64,7 +64,7 @@ export async function createServices(deps: {
       cursors: createCursorCodec(cursorSecret, ORDER_STATUSES, 'orders'),
       ...optional,
     }),
-    eventStreams: createEventStreams({ events: store.events, accounts }),
+    eventStreams: createEventStreams({ events: store.events, accounts, apiKeys, onKeyChange: authentication.onKeyChange, clock }),
     events: createEventService({ events: store.events, cursors: createCursorCodec(cursorSecret, EVENT_FILTERS, 'events') }),
     webhooks: createWebhookService({
       webhooks: store.webhooks,

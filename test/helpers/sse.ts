@@ -108,3 +108,12 @@ export async function openSse(url: string, key: string | undefined, headers: Rec
     close: () => req.destroy(),
   };
 }
+
+/** Waits until `check()` holds (e.g. a count of open streams), polling every 20 ms; throws after `timeoutMs`. */
+export async function waitFor(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

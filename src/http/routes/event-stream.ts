@@ -1,6 +1,9 @@
 // GET /v1/events/stream (experimental): the event log as Server-Sent Events. The route opens the
 // subscription (limits, start) through the service and hands the response to src/http/sse.ts.
+// HEAD answers GET's status and headers and ends at once.
+import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { StreamEventsHeaders, StreamEventsQuery } from '../../schemas/events.js';
 import type { EventStreams } from '../../services/event-stream.js';
 import { STREAMS_PER_KEY } from '../../services/event-stream.js';
@@ -17,6 +20,20 @@ export interface EventStreamRouteOptions {
   streams: EventStreams;
   heartbeatMs: number;
   bufferBytes: number;
+}
+
+/** Takes the response from Fastify and writes a stream's 200 head: the app's headers and the stream's own. */
+function writeStreamHead(request: FastifyRequest, reply: FastifyReply): ServerResponse {
+  reply.hijack();
+  reply.raw.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-request-id': request.id,
+    // Proxies that buffer responses (nginx) must pass each event on at once.
+    'x-accel-buffering': 'no',
+  });
+  return reply.raw;
 }
 
 export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamRouteOptions> = async (app, { streams, heartbeatMs, bufferBytes }) => {
@@ -55,19 +72,17 @@ export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamRouteOption
     },
     async (request, reply) => {
       const auth = authOf(request);
+      if (request.method === 'HEAD') {
+        // GET's status and headers, refusals included, without opening a stream or taking a slot.
+        streams.check({ keyId: auth.keyId, type: request.query.type });
+        writeStreamHead(request, reply);
+        reply.raw.end();
+        return;
+      }
       const header = request.headers['last-event-id'];
       const afterSeq = header !== undefined ? Number(header) : request.query.after;
-      const sub = await streams.open({ accountId: auth.accountId, keyId: auth.keyId, type: request.query.type, afterSeq });
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        ...(reply.getHeaders() as Record<string, string>),
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store',
-        'x-request-id': request.id,
-        // Proxies that buffer responses (nginx) must pass each event on at once.
-        'x-accel-buffering': 'no',
-      });
+      const sub = await streams.open({ accountId: auth.accountId, keyId: auth.keyId, keyExpiresAtMs: auth.expiresAtMs, type: request.query.type, afterSeq });
+      const res = writeStreamHead(request, reply);
       // Sent at once, so the client (and any proxy) sees the stream open; retry: reconnect after 1 s.
       res.write(`: after ${sub.lastSeq}\nretry: 1000\n\n`);
       request.log.info({ lastSeq: sub.lastSeq }, 'event stream opened');
