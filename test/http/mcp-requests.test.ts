@@ -108,6 +108,19 @@ for (const backend of backends) {
       await waitFor(() => app.services.eventStreams.openCount() === before, 1_000);
     });
 
+    test('when a JSON-RPC batch holds more than 10 messages, then 400 invalid_request and none is answered; 10 are answered', async () => {
+      const app = await getApp();
+      const owner = await app.createAccount();
+      const list = (n: number) => Array.from({ length: n }, () => ({ jsonrpc: '2.0', id: ++rpcId, method: 'tools/list' }));
+      const refused = await send(app, 'POST', '/mcp', { key: owner.key, body: list(11) });
+      assert.equal(refused.status, 400, refused.text);
+      assert.equal((JSON.parse(refused.text) as { code: string }).code, 'invalid_request');
+      assert.match(refused.text, /at most 10/);
+      const answered = await send(app, 'POST', '/mcp', { key: owner.key, body: list(10) });
+      assert.equal(answered.status, 200, answered.text);
+      assert.equal((JSON.parse(answered.text) as unknown[]).length, 10);
+    });
+
     test('when waitSeconds or maxEvents is out of range, then the call is a tool error 400 invalid_request naming the argument', async () => {
       const app = await getApp();
       const owner = await app.createAccount();

@@ -3,6 +3,7 @@
 // this app with that key (app.inject) from the client's own address, so the key's scopes,
 // account and rate limit, the audit log and the failed-authentication limit apply as they are.
 import type { Readable } from 'node:stream';
+import { InvalidRequestError } from '../../errors.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Api, ApiRequest, ApiTool } from '../../mcp/api.js';
 import { toolsOf } from '../../mcp/tools.js';
@@ -48,6 +49,9 @@ function apiFor(app: FastifyInstance, request: FastifyRequest): Api {
   };
 }
 
+/** JSON-RPC messages one POST may carry (batches are from protocol versions before 2025-06-18). */
+const MAX_BATCH = 10;
+
 export function mcpRoutes(app: FastifyInstance, deps: { apiKeys: ApiKeyService; authFailureLimit: AuthFailureLimit; documents: () => Array<Record<string, unknown>> }): void {
   let tools: ApiTool[] | undefined;
   const toolsNow = () =>
@@ -57,6 +61,10 @@ export function mcpRoutes(app: FastifyInstance, deps: { apiKeys: ApiKeyService; 
   // passes, since each tool call is checked for its scope by the API itself.
   const onRequest = createAuthHook(deps.apiKeys, deps.authFailureLimit);
   app.post('/mcp', { schema: { hide: true, ...anyKey }, onRequest }, async (request, reply) => {
+    // Protocol messages take no rate-limit token: a batch of them must not be a way around it.
+    if (Array.isArray(request.body) && request.body.length > MAX_BATCH) {
+      throw new InvalidRequestError(`An MCP batch holds at most ${MAX_BATCH} messages (this one ${request.body.length}): send the rest in further requests.`);
+    }
     const [{ StreamableHTTPServerTransport }, { createMcpServer }] = await loadSdk();
     const server = createMcpServer(toolsNow(), apiFor(app, request));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
