@@ -1,4 +1,4 @@
-// The ETag of a pet as the server sent it, kept beside the object the client returned instead of
+// The ETag of a pet or category as the server sent it, kept beside the object the client returned instead of
 // in a wrapper, so `pets.create`, `get` and `update` keep returning plain Pets.
 const tags = new WeakMap<object, string>();
 
@@ -10,9 +10,19 @@ export function tagged<T extends object>(value: T, etag: string | null): T {
 
 /**
  * The strong `ETag` the server sent with this pet (from `pets.create`, `pets.get` or
- * `pets.update`), to pass as `ifMatch` so a change applies only if nobody changed the pet since.
- * `undefined` for an object the client did not return from one of those calls (a list item).
+ * `pets.update`) or category (`categories.put`, `categories.get`), to pass as `ifMatch` so a
+ * change applies only if nobody changed it since. `undefined` for an object the client did not
+ * return from one of those calls (a list item).
  */
 export function etagOf(value: object): string | undefined {
   return tags.get(value);
+}
+
+/** The headers of a conditional change; such a call is not repeated after a network error (a repeat of a change that applied would fail with 412). */
+export function conditional({ ifMatch, ifNoneMatch }: { ifMatch?: string | undefined; ifNoneMatch?: string | undefined }) {
+  if (ifMatch === undefined && ifNoneMatch === undefined) return {};
+  const headers: Record<string, string> = {};
+  if (ifMatch !== undefined) headers['if-match'] = ifMatch;
+  if (ifNoneMatch !== undefined) headers['if-none-match'] = ifNoneMatch;
+  return { headers, repeatable: false };
 }

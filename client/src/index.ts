@@ -13,7 +13,7 @@ export {
   type ListAllPetsParams,
 } from './resources/pets.js';
 export { etagOf } from './etags.js';
-export { type Categories, type Category, type ListCategoriesParams, type InventoryResource, type Inventory } from './resources/categories.js';
+export { type Categories, type Category, type CategoryConditions, type ListCategoriesParams, type InventoryResource, type Inventory } from './resources/categories.js';
 export {
   type Orders,
   type Order,

@@ -1,5 +1,5 @@
 // @petstore/client's inventory operations (experimental) against the real server on each store:
-// pets.update / pets.delete with ETags (etagOf, ifMatch), categories, inventory, and the
+// pets.update / pets.delete and categories.put / delete with ETags (etagOf, ifMatch), categories, inventory, and the
 // PetstoreError of each error these operations document.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
@@ -125,6 +125,23 @@ for (const backend of backends) {
       assert.equal(await petstore.categories.delete(3), undefined);
       attempts.length = 0;
       assertErrorFromAnswer(await petstoreError(petstore.categories.get(3)), attempts, 404, 'not_found');
+    });
+
+    test('when categories are changed conditionally, then put and get give their ETag, a stale ifMatch or a create-only put of an existing one fails with 412 (not retried), and the current tag applies', async () => {
+      const { petstore, attempts } = await client({ maxRetries: 2 });
+      const reptiles = await petstore.categories.put(300, 'Reptiles', { ifNoneMatch: '*' });
+      const tag = etagOf(reptiles);
+      assert.match(tag ?? '', STRONG_ETAG);
+      assert.equal(etagOf(await petstore.categories.get(300)), tag);
+      attempts.length = 0;
+      assertErrorFromAnswer(await petstoreError(petstore.categories.put(300, 'Lizards', { ifNoneMatch: '*' })), attempts, 412, 'precondition_failed');
+      const lizards = await petstore.categories.put(300, 'Lizards', { ifMatch: tag });
+      assert.equal(lizards.name, 'Lizards');
+      assert.notEqual(etagOf(lizards), tag);
+      attempts.length = 0;
+      assertErrorFromAnswer(await petstoreError(petstore.categories.delete(300, { ifMatch: tag })), attempts, 412, 'precondition_failed');
+      await petstore.categories.delete(300, { ifMatch: etagOf(lizards) });
+      assert.equal((await petstoreError(petstore.categories.get(300))).status, 404);
     });
 
     test('when the inventory is read, then it counts the account\'s pets by status, after creates, updates, deletes and orders', async () => {

@@ -1,6 +1,6 @@
 // `petstore.pets`: the animals of the API key's account (operations tagged `animals`).
 import type { Core, Page, WriteOptions } from '../core.js';
-import { tagged } from '../etags.js';
+import { conditional, tagged } from '../etags.js';
 import type { components, operations } from '../generated/petstore.js';
 
 export type Pet = components['schemas']['Pet'];
@@ -81,9 +81,4 @@ export class Pets {
 
 function petPath(id: number): string {
   return `/pets/${encodeURIComponent(String(id))}`;
-}
-
-function conditional({ ifMatch }: ConditionalOptions) {
-  if (ifMatch === undefined) return {};
-  return { headers: { 'if-match': ifMatch }, repeatable: false };
 }
