@@ -557,7 +557,21 @@ function bodyFor(schema: Schema, resolve: (s: Schema) => Schema, bodyLimit: numb
   );
 }
 
+/** Values of the conditional headers: the clean one leaves the answer unconditional (If-Match `*` on an existing resource, an If-None-Match naming no tag). */
+const CONDITIONAL_VALUES: Record<string, fc.Arbitrary<{ value: string; clean: boolean }>> = {
+  'if-match': fc.oneof(
+    { arbitrary: fc.constant({ value: '*', clean: true }), weight: 3 },
+    { arbitrary: fc.constantFrom('"stale"', 'W/"weak"', '"a", "b"', 'not-a-tag', '', '"unterminated').map((value) => ({ value, clean: false })), weight: 2 },
+  ),
+  'if-none-match': fc.oneof(
+    { arbitrary: fc.constantFrom('"never-a-tag"', '"x", W/"y"').map((value) => ({ value, clean: true })), weight: 3 },
+    { arbitrary: fc.constantFrom('*', 'not-a-tag', '', '"unterminated').map((value) => ({ value, clean: false })), weight: 2 },
+  ),
+};
+
 function headerParamValue(param: Parameter, resolve: (s: Schema) => Schema): fc.Arbitrary<{ value: string; clean: boolean }> {
+  const conditional = CONDITIONAL_VALUES[param.name.toLowerCase()];
+  if (conditional) return conditional;
   const schema = resolve(param.schema);
   return fc.oneof(
     // A fresh, valid value: no collision with earlier requests.

@@ -2,7 +2,7 @@
 // the headers every response carries, graceful shutdown, the one log line per request, and 405
 // (with Allow) for the methods a path does not have.
 import { METHODS } from 'node:http';
-import type { HTTPMethods } from 'fastify';
+import type { FastifyRequest, HTTPMethods } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { InvalidContentTypeError, InvalidJsonError, InvalidRequestError, MethodNotAllowedError, UnsupportedContentEncodingError } from '../../errors.js';
 import { createRequestLineWriter, writesAt } from '../../logger.js';
@@ -86,10 +86,14 @@ function declareUnsupportedEncoding(app: App): void {
   });
 }
 
-/** A JSON body, refused when compressed: nothing here decodes gzip or br, and parsing the bytes as JSON would blame UTF-8. */
-function parseBody(req: { headers: Record<string, string | string[] | undefined> }, body: Buffer): unknown {
+/**
+ * A JSON body, refused when compressed where the operation documents it (its 415): nothing here
+ * decodes gzip or br, and parsing the bytes as JSON would blame UTF-8.
+ */
+function parseBody(req: FastifyRequest, body: Buffer): unknown {
   const encoding = req.headers['content-encoding'];
-  if (encoding !== undefined && String(encoding).trim().toLowerCase() !== 'identity') throw new UnsupportedContentEncodingError(String(encoding));
+  const documented = (req.routeOptions.schema?.response as Record<string, unknown> | undefined)?.[415] !== undefined;
+  if (encoding !== undefined && documented && body.length > 0 && encoding.trim().toLowerCase() !== 'identity') throw new UnsupportedContentEncodingError(encoding);
   return parseJson(body);
 }
 
