@@ -106,17 +106,10 @@ for (const backend of backends) {
       // @fastify/otel wired the route: its handler's span is in the request's trace.
       assert.ok(below.some((s) => s.attributes['fastify.type'] === 'request-handler'), `the handler's span under the server span: ${below.map((s) => s.name).join(', ')}`);
 
-      // A query string (it may carry a cursor) is not url.path.
-      const [listHeader, listTraceId] = traceparent();
-      const listed = await httpRequest(serve.url, 'GET', '/v1/pets?limit=1&categoryId=4', { key: account.key, headers: { traceparent: listHeader } });
-      assert.equal(listed.status, 200, JSON.stringify(listed.body));
-      assert.equal((await otlp.waitFor((s) => s.traceId === listTraceId && s.kind === SERVER)).attributes['url.path'], '/v1/pets');
-
       const everything = JSON.stringify(otlp.spans);
       assert.ok(!everything.includes(account.key), 'the API key is in no span');
       assert.doesNotMatch(everything, /psk_(live|test)_/);
       assert.ok(!everything.includes('Bind-value-7f3a'), 'no bind value is in any span');
-      assert.ok(!everything.includes('categoryId=4'), 'the query string is not url.path');
 
       const line = await serve.waitForLog((l) => l.msg === 'request completed' && l.trace_id === traceId);
       assert.equal(line.span_id, server.spanId, 'the request log line names the server span');
@@ -159,6 +152,7 @@ for (const backend of backends) {
       assert.equal(await fastPathAnswers(serve), before + 1, 'the fast path answered it');
       const server = await otlp.waitFor((s) => s.traceId === traceId && s.kind === SERVER);
       assert.equal(server.attributes['http.route'], '/v1/pets');
+      assert.equal(server.attributes['url.path'], '/v1/pets', 'the query string is not url.path');
       assert.equal(server.attributes['http.response.status_code'], 200);
       assert.equal(server.attributes['petstore.account_id'], account.accountId);
     });
