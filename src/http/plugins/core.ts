@@ -92,8 +92,11 @@ function declareUnsupportedEncoding(app: App): void {
  */
 function parseBody(req: FastifyRequest, body: Buffer): unknown {
   const encoding = req.headers['content-encoding'];
-  const documented = (req.routeOptions.schema?.response as Record<string, unknown> | undefined)?.[415] !== undefined;
-  if (encoding !== undefined && documented && body.length > 0 && encoding.trim().toLowerCase() !== 'identity') throw new UnsupportedContentEncodingError(encoding);
+  // Only then: routeOptions builds a new object on each read, and this runs for every body.
+  if (encoding !== undefined && body.length > 0 && encoding.trim().toLowerCase() !== 'identity') {
+    const documented = (req.routeOptions.schema?.response as Record<string, unknown> | undefined)?.[415] !== undefined;
+    if (documented) throw new UnsupportedContentEncodingError(encoding);
+  }
   return parseJson(body);
 }
 
