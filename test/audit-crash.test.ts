@@ -13,8 +13,8 @@ import type { AuditRecord } from '../src/store/audit-log.js';
 
 const WEBHOOK_ENV = { PETSTORE_WEBHOOK_ALLOW_HTTP: 'true', PETSTORE_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.1/32' };
 
-/** One client's loop of changes until the server stops answering; how many completed. */
-async function churn(url: string, key: string, stop: { now: boolean }): Promise<number> {
+/** One client's loop of changes until the server stops answering; how many completed (also counted in `progress.done`). */
+async function churn(url: string, key: string, stop: { now: boolean }, progress: { done: number }): Promise<number> {
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(url + path, {
       method,
@@ -32,6 +32,7 @@ async function churn(url: string, key: string, stop: { now: boolean }): Promise<
       const endpoint = await call('POST', '/v1/webhook-endpoints', { url: 'http://127.0.0.1:9/h' });
       if (endpoint.body?.id) await call('DELETE', `/v1/webhook-endpoints/${endpoint.body.id}`);
       done++;
+      progress.done++;
     }
   } catch {
     // The server died: the connection broke.
@@ -47,8 +48,11 @@ for (const backend of backends) {
       try {
         server = await startServer({ ...fixture.env, ...WEBHOOK_ENV });
         const stop = { now: false };
-        const clients = Array.from({ length: 4 }, () => churn(server!.url, fixture.key, stop));
-        await sleep(1500);
+        const progress = { done: 0 };
+        const clients = Array.from({ length: 4 }, () => churn(server!.url, fixture.key, stop, progress));
+        // Killed mid-load once some changes are in (a fixed delay was too short on a busy CI machine).
+        for (let waited = 0; progress.done < 12 && waited < 30_000; waited += 50) await sleep(50);
+        await sleep(200);
         server.kill('SIGKILL');
         await server.exited;
         stop.now = true;

@@ -45,7 +45,9 @@ describe('failed authentications per client address', () => {
       assert.equal(res.status, 429, String(key));
       assert.equal((res.body as { code: string }).code, 'rate_limited');
       assert.match((res.body as { message: string }).message, /failed authentications from your address/);
-      assert.ok(Number(res.headers.get('retry-after')) >= 1);
+      // One token back every 100 s: the wait is that long, not rounded down to a second.
+      const wait = Number(res.headers.get('retry-after'));
+      assert.ok(wait >= 90 && wait <= 100, `Retry-After ${wait}`);
       assert.equal(res.headers.get('ratelimit'), null, "the per-key limit's headers are not this limit's");
     }
     // Another address is not affected, and the example API shares the limit.
@@ -97,6 +99,9 @@ describe('failed authentications per client address', () => {
     const b = await startApp(t, { databaseUrl: a.config.database.url, env: { ...LIMITS, PETSTORE_TRUSTED_PROXIES: '127.0.0.1', PETSTORE_REDIS_URL: redisUrl! } });
     const client = address();
     await exhaust(a, client);
-    assert.equal((await from(b, client, '/v1/pets', BAD_KEY)).status, 429);
+    const res = await from(b, client, '/v1/pets', BAD_KEY);
+    assert.equal(res.status, 429);
+    const wait = Number(res.headers.get('retry-after'));
+    assert.ok(wait >= 90 && wait <= 100, `Retry-After ${wait}: one token every 100 s`);
   });
 });

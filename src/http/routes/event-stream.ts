@@ -54,7 +54,8 @@ export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamRouteOption
           `commit. Resume with \`Last-Event-ID\` (or \`after\`): nothing is skipped or repeated. A comment line (\`:\`) comes every ${heartbeatMs / 1000} s ` +
           'when nothing else does. A client that stops reading is disconnected once its unsent events pass a limit; at most ' +
           `${STREAMS_PER_KEY} streams per API key are open at once (\`rate_limited\` beyond). On shutdown the stream ends after its last complete event: ` +
-          'reconnect with the last id. Experimental: this may still change.',
+          'reconnect with the last id. When its key is revoked or expires, the stream ends with a comment naming why (`: unauthorized: …`); ' +
+          'open a new one with a valid key and the last id. Experimental: this may still change.',
         ...stability('experimental'),
         ...hideTryItPanel,
         querystring: StreamEventsQuery,
