@@ -3,6 +3,7 @@
 // headers), printing one line per event. A lost connection is reopened after the last event
 // forwarded, so nothing is skipped; an event is forwarded once, whatever the receiver answers.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sseParser } from '../http/sse-frames.js';
 import { EVENT_TYPES } from '../schemas/events.js';
 import { CommandError } from './usage.js';
 import { USER_AGENT } from '../webhooks/sender.js';
@@ -31,28 +32,6 @@ export function checkListenOptions(options: Pick<ListenOptions, 'baseUrl' | 'for
   }
   for (const type of options.events?.split(',') ?? []) {
     if (!(EVENT_TYPES as readonly string[]).includes(type.trim())) throw new ListenError(`--events: unknown event type "${type}". Use ${EVENT_TYPES.join(', ')}.`);
-  }
-}
-
-/** Frames (id, data, comment) of an event-stream body as they arrive. */
-async function* frames(body: ReadableStream<Uint8Array>): AsyncGenerator<{ id?: string; data?: string; comment?: string }> {
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) !== -1) {
-      const frame: { id?: string; data?: string; comment?: string } = {};
-      for (const line of buffer.slice(0, end).split('\n')) {
-        const colon = line.indexOf(':');
-        const field = line.slice(0, colon === -1 ? line.length : colon);
-        const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
-        if (field === '') frame.comment = value;
-        else if (field === 'id' || field === 'data') frame[field] = value;
-      }
-      buffer = buffer.slice(end + 2);
-      yield frame;
-    }
   }
 }
 
@@ -97,15 +76,18 @@ export async function listen(options: ListenOptions): Promise<void> {
       }
       if (failures > 0) out(`${new Date().toISOString()}  reconnected after event ${after ?? 'none'}`);
       failures = 0;
-      for await (const frame of frames(res.body)) {
-        const start = /^after (\d+)$/.exec(frame.comment ?? '');
-        if (start && after === undefined) {
-          after = Number(start[1]);
-          out(`Ready: listening for events after ${after}.`);
+      const parse = sseParser();
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        for (const frame of parse(chunk)) {
+          const start = /^after (\d+)$/.exec(frame.comment ?? '');
+          if (start && after === undefined) {
+            after = Number(start[1]);
+            out(`Ready: listening for events after ${after}.`);
+          }
+          if (frame.id === undefined || frame.data === undefined) continue;
+          out(await forward(options.forwardTo, secret, frame.data, signal));
+          after = Number(frame.id);
         }
-        if (frame.id === undefined || frame.data === undefined) continue;
-        out(await forward(options.forwardTo, secret, frame.data, signal));
-        after = Number(frame.id);
       }
     } catch (err) {
       if (signal?.aborted) return;

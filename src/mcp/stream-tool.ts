@@ -4,6 +4,7 @@
 // continue from. The stream is closed when the call returns and when it is cancelled (the MCP
 // client went away), so a call never keeps one of the key's stream slots.
 import { ApiError, InvalidRequestError } from '../errors.js';
+import { type SseFrame, sseParser } from '../http/sse-frames.js';
 import { type Api, type ApiTool, resultOf, type ToolResult } from './api.js';
 
 type Json = Record<string, unknown>;
@@ -118,17 +119,11 @@ interface Collected {
 /** Reads frames until events arrived (keeping at most maxEvents) or the chunks stop (closed at the deadline or by the server). */
 async function collect(chunks: AsyncIterable<Uint8Array>, maxEvents: number): Promise<Collected> {
   const got: Collected = { events: [], after: undefined, ended: undefined };
-  const decoder = new TextDecoder();
-  let buffer = '';
+  const parse = sseParser();
   let comment: string | undefined;
   try {
     for await (const chunk of chunks) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) !== -1) {
-        comment = take(got, buffer.slice(0, end), maxEvents) ?? comment;
-        buffer = buffer.slice(end + 2);
-      }
+      for (const frame of parse(chunk)) comment = take(got, frame, maxEvents) ?? comment;
       if (got.events.length > 0) return got;
     }
     got.ended = comment;
@@ -139,15 +134,7 @@ async function collect(chunks: AsyncIterable<Uint8Array>, maxEvents: number): Pr
 }
 
 /** Takes one frame: an event (while fewer than maxEvents), or the opening `after N`; returns another comment. */
-function take(got: Collected, frame: string, maxEvents: number): string | undefined {
-  let id: string | undefined;
-  let data: string | undefined;
-  let comment: string | undefined;
-  for (const line of frame.split('\n')) {
-    if (line.startsWith('id: ')) id = line.slice(4);
-    else if (line.startsWith('data: ')) data = line.slice(6);
-    else if (line.startsWith(':')) comment = line.slice(1).trim();
-  }
+function take(got: Collected, { id, data, comment: raw }: SseFrame, maxEvents: number): string | undefined {
   if (id !== undefined && data !== undefined) {
     if (got.events.length < maxEvents) {
       got.events.push(data);
@@ -155,6 +142,7 @@ function take(got: Collected, frame: string, maxEvents: number): string | undefi
     }
     return undefined;
   }
+  const comment = raw?.trim();
   const start = /^after (\d+)$/.exec(comment ?? '');
   if (start) got.after ??= Number(start[1]);
   return start || !comment ? undefined : comment;
