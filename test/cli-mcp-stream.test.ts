@@ -2,22 +2,17 @@
 // /mcp's (events with the cursor to continue, or none after waitSeconds), and the stream it opens
 // is closed when it returns, so calls beyond the key's stream slots leave them all free. ~3 s.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { createAccountWithKey, httpRequest, type ServerProcess, startServerProcess } from './helpers/process.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { httpRequest, type ServerProcess } from './helpers/process.js';
 import { openSse } from './helpers/sse.js';
-
-const BIN = path.resolve('bin/petstore.js');
+import { type StdioMcp, startStdioMcp } from './helpers/stdio-mcp.js';
 
 type CallResult = { isError?: boolean; content: Array<{ type: string; text: string }> };
 
 describe('petstore mcp (stdio): streamEvents', () => {
-  let dir: string;
+  let mcp: StdioMcp;
   let server: ServerProcess;
   let key: string;
   let client: Client;
@@ -28,17 +23,11 @@ describe('petstore mcp (stdio): streamEvents', () => {
   };
 
   before(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'petstore-mcp-stream-'));
-    const env = { PETSTORE_DATABASE_URL: path.join(dir, 'petstore.db') };
-    server = await startServerProcess(env);
-    ({ key } = await createAccountWithKey(env));
-    client = new Client({ name: 'petstore-stdio-stream-test', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', '--api-key', key, '--base-url', `${server.url}/v1`], stderr: 'pipe' }));
+    mcp = await startStdioMcp('petstore-stdio-stream-test');
+    ({ server, key, client } = mcp);
   });
   after(async () => {
-    await client?.close();
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await mcp?.close();
   });
 
   test('when streamEvents is called over stdio more often than a key has stream slots, then each returns within its wait with the cursor, and every slot is free after', { timeout: 20_000 }, async () => {

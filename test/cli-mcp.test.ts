@@ -6,42 +6,28 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { createAccountWithKey, httpRequest, type ServerProcess, startServerProcess } from './helpers/process.js';
-
-const BIN = path.resolve('bin/petstore.js');
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { httpRequest, type ServerProcess } from './helpers/process.js';
+import { type StdioMcp, startStdioMcp } from './helpers/stdio-mcp.js';
 
 type CallResult = { isError?: boolean; content: Array<{ type: string; text: string }> };
 
 describe('petstore mcp (stdio)', () => {
-  let dir: string;
+  let mcp: StdioMcp;
   let server: ServerProcess;
   let key: string;
   let transport: StdioClientTransport;
   let client: Client;
-  let stderr = '';
   const call = async (name: string, args: Record<string, unknown> = {}) => (await client.callTool({ name, arguments: args })) as CallResult;
 
   before(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'petstore-mcp-'));
-    const env = { PETSTORE_DATABASE_URL: path.join(dir, 'petstore.db') };
-    server = await startServerProcess(env);
-    ({ key } = await createAccountWithKey(env));
-    // As a desktop client starts it: the command and its arguments, the SDK's default environment.
-    transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', '--api-key', key, '--base-url', `${server.url}/v1`], stderr: 'pipe' });
-    transport.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
-    client = new Client({ name: 'petstore-stdio-test', version: '1.0.0' });
-    await client.connect(transport);
+    mcp = await startStdioMcp('petstore-stdio-test');
+    ({ server, key, transport, client } = mcp);
   });
   after(async () => {
-    await client?.close();
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await mcp?.close();
   });
 
   test('when the SDK client lists tools, then there is one per operation of both served documents', async () => {
@@ -52,7 +38,7 @@ describe('petstore mcp (stdio)', () => {
       for (const item of Object.values(doc.paths)) for (const op of Object.values(item)) if (op.operationId) operations.push(op.operationId);
     }
     assert.ok(operations.includes('sendMessage'), 'the example API\'s operations are counted too');
-    assert.equal(tools.length, operations.length, stderr);
+    assert.equal(tools.length, operations.length, mcp.stderr());
     assert.deepEqual(tools.map((t) => t.name).sort(), operations.sort());
   });
 
@@ -90,6 +76,6 @@ describe('petstore mcp (stdio)', () => {
     // Under 2 s: the SDK waits 2 s for the process to end before it sends SIGTERM.
     assert.ok(Date.now() - started < 1900, `it took ${Date.now() - started} ms to end (the SDK had to signal it)`);
     // 13 would be Node ending the process with the command's run() still pending.
-    assert.deepEqual({ code, signal }, { code: 0, signal: null }, stderr);
+    assert.deepEqual({ code, signal }, { code: 0, signal: null }, mcp.stderr());
   });
 });
