@@ -68,7 +68,7 @@ export interface StartOptions {
 
 export async function startApp(t: TestContext | { after(fn: () => unknown): void }, options: StartOptions = {}): Promise<TestApp> {
   const backend = options.backend ?? sqliteBackend;
-  const database = options.databaseUrl ? undefined : await backend.createDatabase();
+  const database = options.databaseUrl ? undefined : await backend.createMigratedDatabase();
   const config = loadConfig({
     PETSTORE_DATABASE_URL: options.databaseUrl ?? database!.url,
     PETSTORE_LOG_LEVEL: 'info',

@@ -1,7 +1,9 @@
 // The store backends the contract suites run against. SQLite always; PostgreSQL when
 // PETSTORE_TEST_POSTGRES_URL points at a server (a fresh database is created per store).
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+// A test that only needs the latest schema gets a copy of a database migrated once
+// (createMigratedDatabase): migrating afresh for each of the suite's stores took minutes of CI.
+import { createHash, randomBytes } from 'node:crypto';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -15,14 +17,58 @@ export interface BackendDatabase {
 
 export interface Backend {
   name: 'sqlite' | 'postgres';
+  /** An empty database. */
   createDatabase(): Promise<BackendDatabase>;
+  /** A database at the latest schema, as `petstore migrate` leaves an empty one (a copy of a template migrated once). */
+  createMigratedDatabase(): Promise<BackendDatabase>;
 }
+
+/** Migrates the database at `url` with the store's own migrator, and closes it. */
+async function migrateOnce(url: string): Promise<void> {
+  const { createStore } = await import('../../src/store/index.js');
+  const { storeConfig } = await import('./store-config.js');
+  const store = await createStore(storeConfig(url, { pgPoolMax: 1 }));
+  try {
+    await store.migrate();
+  } finally {
+    await store.close();
+  }
+}
+
+/** What a template's schema depends on: the migrations and the code that applies them. */
+function schemaFingerprint(migrations: unknown): string {
+  const hash = createHash('sha256').update(JSON.stringify(migrations));
+  for (const file of ['core/migrator.ts', 'postgres/migration-dialect.ts', 'sqlite/migration-dialect.ts']) {
+    hash.update(readFileSync(new URL(`../../src/store/${file}`, import.meta.url)));
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+const emptySqliteDatabase = (): BackendDatabase => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'petstore-test-'));
+  return { url: path.join(dir, 'petstore.db'), drop: async () => rmSync(dir, { recursive: true, force: true }) };
+};
+
+/** This process's migrated SQLite file (closed: its WAL checkpointed and removed). */
+let sqliteTemplate: Promise<string> | undefined;
 
 export const sqliteBackend: Backend = {
   name: 'sqlite',
   async createDatabase() {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'petstore-test-'));
-    return { url: path.join(dir, 'petstore.db'), drop: async () => rmSync(dir, { recursive: true, force: true }) };
+    return emptySqliteDatabase();
+  },
+  async createMigratedDatabase() {
+    sqliteTemplate ??= (async () => {
+      const template = emptySqliteDatabase();
+      process.once('exit', () => void template.drop());
+      await migrateOnce(template.url);
+      if (existsSync(`${template.url}-wal`)) throw new Error('the SQLite template kept a WAL file after closing');
+      return template.url;
+    })();
+    const template = await sqliteTemplate;
+    const database = emptySqliteDatabase();
+    copyFileSync(template, database.url);
+    return database;
   },
 };
 
@@ -41,21 +87,72 @@ export async function withPostgresAdmin<T>(work: (client: pg.Client) => Promise<
   }
 }
 
+const postgresUrlOf = (name: string): string => {
+  const url = new URL(postgresAdminUrl!);
+  url.pathname = `/${name}`;
+  return url.toString();
+};
+
+/** A new database, empty or copied from `template`; dropped by `drop`. */
+async function createPostgresDatabase(template?: string): Promise<BackendDatabase> {
+  const name = `petstore_test_${randomBytes(8).toString('hex')}`;
+  // Identifiers cannot be parameters; the names are generated here and quoted anyway.
+  const from = template === undefined ? '' : ` TEMPLATE ${pg.escapeIdentifier(template)}`;
+  await withPostgresAdmin((admin) => admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}${from}`));
+  return {
+    url: postgresUrlOf(name),
+    // FORCE: a test that failed midway may still hold connections.
+    drop: async () => {
+      await withPostgresAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`));
+    },
+  };
+}
+
+const TEMPLATE_PREFIX = 'petstore_test_template_';
+/** pg_advisory_lock's key for building a template (any fixed number of our own). */
+const TEMPLATE_LOCK = 772_211_028;
+
+/**
+ * The server's migrated template for this schema, built once by whichever test process asks
+ * first (the others wait on the lock) and kept for later runs; one for an older schema is
+ * dropped then. Nobody connects to it: PostgreSQL copies a template only while it has no sessions.
+ */
+async function postgresTemplate(): Promise<string> {
+  const { migrations } = await import('../../src/store/migrations/index.js');
+  const name = TEMPLATE_PREFIX + schemaFingerprint(migrations);
+  return withPostgresAdmin(async (admin) => {
+    await admin.query('SELECT pg_advisory_lock($1)', [TEMPLATE_LOCK]);
+    try {
+      const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+      if (rowCount === 0) await buildPostgresTemplate(admin, name);
+    } finally {
+      await admin.query('SELECT pg_advisory_unlock($1)', [TEMPLATE_LOCK]);
+    }
+    return name;
+  });
+}
+
+async function buildPostgresTemplate(admin: pg.Client, name: string): Promise<void> {
+  const building = `${name}_building`;
+  await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(building)} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(building)}`);
+  await migrateOnce(postgresUrlOf(building));
+  // Renamed only when complete, and without sessions (the store's have just closed: FORCE ends any left).
+  await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+  await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, [building]);
+  await admin.query(`ALTER DATABASE ${pg.escapeIdentifier(building)} RENAME TO ${pg.escapeIdentifier(name)}`);
+  const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE starts_with(datname, $1) AND datname <> $2`, [TEMPLATE_PREFIX, name]);
+  for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`);
+}
+
+let postgresTemplateName: Promise<string> | undefined;
+
 export const postgresBackend: Backend = {
   name: 'postgres',
-  async createDatabase() {
-    const name = `petstore_test_${randomBytes(8).toString('hex')}`;
-    // Identifiers cannot be parameters; the name is generated here and quoted anyway.
-    await withPostgresAdmin((admin) => admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`));
-    const url = new URL(postgresAdminUrl!);
-    url.pathname = `/${name}`;
-    return {
-      url: url.toString(),
-      // FORCE: a test that failed midway may still hold connections.
-      drop: async () => {
-        await withPostgresAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`));
-      },
-    };
+  createDatabase: () => createPostgresDatabase(),
+  async createMigratedDatabase() {
+    postgresTemplateName ??= postgresTemplate();
+    return createPostgresDatabase(await postgresTemplateName);
   },
 };
 

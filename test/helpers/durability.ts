@@ -33,7 +33,7 @@ export interface Fixture {
 
 /** A fresh, migrated store with one account (plus `others` more) and a production key each, made through the services. */
 export async function createFixture(backend: Backend, others = 0): Promise<Fixture> {
-  const database = await backend.createDatabase();
+  const database = await backend.createMigratedDatabase();
   const store = await createStore(storeConfig(database.url, { pgPoolMax: 2 }));
   try {
     await store.migrate();

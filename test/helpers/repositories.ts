@@ -21,7 +21,7 @@ export interface RepositoryFixture {
 
 /** A fresh migrated database with `accounts` accounts; everything is closed and dropped after the test. */
 export async function repositoryFixture(t: TestContext, backend: Backend, accounts = 2, options: { events?: boolean } = {}): Promise<RepositoryFixture> {
-  const database = await backend.createDatabase();
+  const database = await backend.createMigratedDatabase();
   const config = storeConfig(database.url, { pgPoolMax: 2, pgPipelineConnections: 0 });
   const store = await createStore({ ...config, events: { ...config.events, enabled: options.events ?? true } });
   const db: SqlDatabase = backend.name === 'sqlite' ? openSqlite(database.url) : openPostgres(database.url, { poolMax: 2, pipelineConnections: 0 });

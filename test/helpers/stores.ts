@@ -18,7 +18,7 @@ export interface TestStore {
 
 /** A migrated store on a new database; `accounts` new accounts in it. */
 export async function storeWithAccounts(t: TestContext, backend: Backend, accounts: number): Promise<TestStore> {
-  const database = await backend.createDatabase();
+  const database = await backend.createMigratedDatabase();
   const store = await createStore(storeConfig(database.url, { pgPoolMax: 4 })).catch(async (error: unknown) => {
     await database.drop();
     throw error;
