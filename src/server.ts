@@ -15,6 +15,7 @@ import { flushTracing, startTracing } from './tracing/switch.js';
 import { isPostgresUrl } from './store/index.js';
 import { loggedWait, openStoreWhenReachable } from './store/wait.js';
 import type { Store } from './store/types.js';
+import { tierUpSooner } from './runtime/tier-up.js';
 
 /** What to do about migrations at start: apply or check them (per PETSTORE_MIGRATE_ON_START), or nothing. */
 export type MigrationMode = 'config' | 'skip';
@@ -90,5 +91,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     throw err;
   }
   signals.started();
+  tierUpSooner();
   return app;
 }

@@ -14,6 +14,7 @@ import { startWorkers } from './runtime/workers.js';
 import { prepareSchema } from './server.js';
 import { loggedWait, openStoreWhenReachable } from './store/wait.js';
 import { flushTracing, startTracing } from './tracing/switch.js';
+import { tierUpSooner } from './runtime/tier-up.js';
 
 export async function startWorkerProcess(config: Config): Promise<App> {
   if (!config.workers.messages && !config.workers.webhooks) {
@@ -52,5 +53,6 @@ export async function startWorkerProcess(config: Config): Promise<App> {
   }
   logger.info({ messages: config.workers.messages, webhooks: config.workers.webhooks }, 'workers running');
   signals.started();
+  tierUpSooner();
   return app;
 }
