@@ -29,7 +29,7 @@ COPY scripts/build-portal.mjs scripts/
 COPY src src
 COPY client client
 # Then production dependencies only; of better-sqlite3 only its compiled module and its JS.
-RUN npm run build \
+RUN npm run build && rm dist/.tsbuildinfo \
  && npm prune --omit=dev --no-audit --no-fund \
  && rm -rf node_modules/@petstore node_modules/.bin node_modules/better-sqlite3/deps node_modules/better-sqlite3/src \
  && mv node_modules/better-sqlite3/build/Release/better_sqlite3.node /tmp/ \
