@@ -229,6 +229,31 @@ describe('tracing switches (sqlite)', () => {
     assert.ok(mine.some((s) => s.name.startsWith('INSERT') || s.name === 'group commit'), 'the sampled create has its store spans');
   });
 
+  test('when sampled requests are answered or refused beside dropped ones, then @fastify/otel ends each sampled request span with its status (error when refused) and the dropped ones leave nothing', async () => {
+    const { serve, key } = await start({ ...TRACE_ENV(otlp, 'http/json'), OTEL_SERVICE_NAME: 'petstore-fastify' });
+    const [okHeader, okTrace] = traceparent();
+    const [badHeader, badTrace] = traceparent();
+    const unsampled = `00-${hex(16)}-${hex(8)}-00`;
+    const answers = await Promise.all([
+      httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 }, headers: { traceparent: okHeader } }),
+      httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: '', categoryId: 1 }, headers: { traceparent: badHeader } }),
+      httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: 'Dropped', categoryId: 1 }, headers: { traceparent: unsampled } }),
+      httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { categoryId: 1 }, headers: { traceparent: unsampled } }),
+    ]);
+    assert.deepEqual(answers.map((a) => a.status), [201, 400, 201, 400]);
+    const requestSpan = (traceId: string) => otlp.waitFor((s) => s.traceId === traceId && s.attributes['fastify.root'] === '@fastify/otel');
+    const ok = await requestSpan(okTrace);
+    assert.equal(ok.attributes['http.response.status_code'], 201);
+    assert.notEqual(ok.status, ERROR);
+    assert.ok(otlp.spans.some((s) => s.parentSpanId === ok.spanId && s.attributes['fastify.type'] === 'request-handler'), 'the handler span is under the request span');
+    const bad = await requestSpan(badTrace);
+    assert.equal(bad.attributes['http.response.status_code'], 400);
+    assert.equal(bad.status, ERROR, 'the refusal went through its onError hook');
+    await sleep(300);
+    const mine = otlp.spans.filter((s) => s.resource['service.name'] === 'petstore-fastify');
+    assert.deepEqual([...new Set(mine.map((s) => s.traceId))].sort(), [okTrace, badTrace].sort());
+  });
+
   test('when the fast path hands dropped requests to Fastify in the turn it answers a sampled one, then each sampled trace holds its own spans only', async () => {
     const { serve, key } = await start({ ...TRACE_ENV(otlp, 'http/json'), OTEL_SERVICE_NAME: 'petstore-turn', OTEL_BSP_SCHEDULE_DELAY: '50' });
     assert.equal((await httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } })).status, 201);
