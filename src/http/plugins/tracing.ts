@@ -27,7 +27,7 @@ interface RequestSpanHooks {
  * Registers @fastify/otel, which wraps every route's handler and appends an onSend and an onError
  * hook to it. For a dropped request the wrapper only decides to do nothing, but on the way it
  * reads routeOptions (a getter that builds an object) three times and formats two debug messages:
- * ~12 % of a create's instructions, at any ratio (docs/performance.md). So each route keeps both
+ * ~2 % of a create's instructions, at any ratio (docs/performance.md). So each route keeps both
  * handlers and picks by the request's sampling decision, and the two hooks are returned for
  * registerTracing's own to call for a sampled request only.
  */
