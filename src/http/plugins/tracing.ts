@@ -52,7 +52,7 @@ async function untracedWhenDropped(app: App, registerInstrumentation: () => Prom
     const traced = r.handler;
     const untraced = before.handler;
     r.handler = function (this: unknown, request: { raw: IncomingMessage }, reply: unknown) {
-      return (serverSpanOf(request.raw)?.sampled ? traced : untraced).call(this, ...([request, reply] as never[]));
+      return (serverSpanOf(request.raw)?.sampled ? traced : untraced).call(this, request as never, reply as never);
     };
   });
   return hooks;
@@ -91,11 +91,11 @@ export async function registerTracing(app: App): Promise<void> {
     // The account, never the key (nor its id: the account is what operators search by).
     if (request.auth) span.setAccount(request.auth.accountId);
     // @fastify/otel's request span ends here (untracedWhenDropped took it off the routes).
-    if (hooks.endRequestSpan) return hooks.endRequestSpan.call(this, ...([request, reply, payload, done] as never[]));
+    if (hooks.endRequestSpan) return hooks.endRequestSpan.call(this, request as never, reply as never, payload as never, done as never);
     done(null, payload);
   });
   app.addHook('onError', function (request, reply, error, done) {
-    if (hooks.recordError && serverSpanOf(request.raw)?.sampled) return hooks.recordError.call(this, ...([request, reply, error, done] as never[]));
+    if (hooks.recordError && serverSpanOf(request.raw)?.sampled) return hooks.recordError.call(this, request as never, reply as never, error as never, done as never);
     done();
   });
 }
