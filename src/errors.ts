@@ -213,7 +213,8 @@ export class RateLimitedError extends ApiError {
   constructor(retryAfterSeconds: number, headers: Record<string, string>, what = 'Rate limit exceeded for this API key.') {
     super('rate_limited',
       `${what} Retry after ${retryAfterSeconds} second(s).`,
-      { ...headers, 'retry-after': String(retryAfterSeconds) });
+      // Not `{ ...headers, 'retry-after': … }`: on Node 20 that gives every 429 a hidden class of its own.
+      Object.assign({}, headers, { 'retry-after': String(retryAfterSeconds) }));
   }
 }
 export class ServiceUnavailableError extends ApiError {

@@ -126,8 +126,10 @@ export function createPetService(deps: PetServiceDeps) {
 
     /** The account's pets per status, and in all: counters kept with every change, not a count. */
     async inventory(accountId: string): Promise<Inventory & { total: number }> {
-      const counts = await pets.inventory(accountId);
-      return { ...counts, total: counts.available + counts.pending + counts.sold + counts.withoutStatus };
+      const { available, pending, sold, withoutStatus } = await pets.inventory(accountId);
+      // A literal, not `{ ...counts, total }`: on Node 20 that gives every answer a hidden class of
+      // its own, and the serializer and reply.send went megamorphic (docs/performance.md).
+      return { available, pending, sold, withoutStatus, total: available + pending + sold + withoutStatus };
     },
 
     /** The page when the store can answer from memory right now (see PetMemory), else undefined. */

@@ -65,6 +65,16 @@ const statements = (span: Spanner, sql: Sql): Sql => ({
   run: (text: string, params?: Params) => span(text, () => sql.run(text, params)),
 });
 
+// One literal, not `{ ...statements(span, tx), lastStatementsIssued }`: V8 gives a spread plus a
+// property at a cold site a new hidden class per object, and every `tx.run` in the store turned
+// megamorphic (docs/performance.md, "Tracing on, sixteenth round").
+const transactionStatements = (span: Spanner, tx: Transaction): Transaction => ({
+  all: <R>(text: string, params?: Params) => span(text, () => tx.all<R>(text, params)),
+  get: <R>(text: string, params?: Params) => span(text, () => tx.get<R>(text, params)),
+  run: (text: string, params?: Params) => span(text, () => tx.run(text, params)),
+  lastStatementsIssued: () => tx.lastStatementsIssued(),
+});
+
 export function tracedSql(tracer: Tracer, sql: Sql, system: 'sqlite' | 'postgresql'): Sql {
   return statements(spanner(tracer, system), sql);
 }
@@ -78,7 +88,7 @@ export function tracedDatabase<D extends SqlDatabase>(tracer: Tracer, db: D, sys
     readArrays: (name: string, text: string, params: readonly unknown[]) => span(text, () => db.readArrays(name, text, params)),
     // No span of its own: its statements are the caller's children (a group commit's span
     // already times its batch's transaction; a sampled create would pay one more span for it).
-    transaction: <T>(work: (tx: Transaction) => Promise<T>) => db.transaction((tx) => work({ ...statements(span, tx), lastStatementsIssued: () => tx.lastStatementsIssued() })),
+    transaction: <T>(work: (tx: Transaction) => Promise<T>) => db.transaction((tx) => work(transactionStatements(span, tx))),
   };
   const prepared = (db as { prepared?: (name: string, text: string, values: readonly unknown[]) => Promise<unknown[]> }).prepared;
   if (prepared) traced.prepared = (name: string, text: string, values: readonly unknown[]) => span(text, () => prepared.call(db, name, text, values));
