@@ -79,6 +79,8 @@ export interface StartServerOptions {
   timeoutMs?: number;
   /** Called with each JSON log line as it arrives, from the start (before ready). */
   onLogLine?: (line: LogLine) => void;
+  /** Node's own flags, before the script (V8's `--log-ic`, say). */
+  nodeArgs?: string[];
 }
 
 const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/;
@@ -116,7 +118,7 @@ export async function startServerProcess(
   args: string[] = [],
   options: StartServerOptions = {},
 ): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [BIN, options.command ?? 'serve', ...args], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BIN, options.command ?? 'serve', ...args], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', PETSTORE_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
