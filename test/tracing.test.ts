@@ -115,6 +115,28 @@ for (const backend of backends) {
       assert.equal(line.span_id, server.spanId, 'the request log line names the server span');
     });
 
+    test('when many sampled creates arrive at once on keep-alive connections, then each has its handler span under its own server span, and its batch links to it', async () => {
+      // Waves of 20 at once on fetch's keep-alive connections: later requests come on connections earlier ones used.
+      const traces = Array.from({ length: 100 }, () => traceparent());
+      const create = ([header]: [string, string, string], i: number) =>
+        fetch(new URL('/v1/pets', serve.url), {
+          method: 'POST',
+          headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json', traceparent: header },
+          body: JSON.stringify({ name: `Burst ${i}`, categoryId: 2 }),
+        }).then(async (res) => (await res.arrayBuffer(), res.status));
+      for (let wave = 0; wave < traces.length; wave += 20) {
+        const statuses = await Promise.all(traces.slice(wave, wave + 20).map((t, i) => create(t, wave + i)));
+        assert.deepEqual(new Set(statuses), new Set([201]));
+      }
+      for (const [, traceId] of traces) {
+        const server = await otlp.waitFor((s) => s.traceId === traceId && s.kind === SERVER);
+        const handler = await otlp.waitFor((s) => s.traceId === traceId && s.attributes['fastify.type'] === 'request-handler');
+        assert.ok(descendants(otlp.spans, server).includes(handler), 'the handler span is under its own server span');
+        const commit = await otlp.waitFor((s) => s.name === 'group commit' && s.links.some((l) => l.traceId === traceId));
+        assert.ok(commit.links.some((l) => l.traceId === traceId && l.spanId === handler.spanId), 'the batch links to the request (its handler span)');
+      }
+    });
+
     test('when a pet is created with an endpoint registered, then the delivery is a client span linked to the create, and the receiver gets its traceparent in the same trace', async () => {
       const { key } = await createAccountWithKey(env, 'Webhooks');
       await registerEndpoint(serve.url, key, hooks.url);
