@@ -166,12 +166,19 @@ for (const backend of backends) {
     });
 
     test('when a GET is answered by the fast path, then it has its server span too', async () => {
-      await httpRequest(serve.url, 'GET', '/v1/pets?limit=5', { key: account.key });
-      const before = await fastPathAnswers(serve);
-      const [header, traceId] = traceparent();
-      const listed = await httpRequest(serve.url, 'GET', '/v1/pets?limit=5', { key: account.key, headers: { traceparent: header } });
-      assert.equal(listed.status, 200);
-      assert.equal(await fastPathAnswers(serve), before + 1, 'the fast path answered it');
+      // A verified key is remembered 900 ms: on a slow machine a request may need Fastify again.
+      let traceId = '';
+      let byFastPath = false;
+      for (let attempt = 0; attempt < 4 && !byFastPath; attempt++) {
+        await httpRequest(serve.url, 'GET', '/v1/pets?limit=5', { key: account.key });
+        const before = await fastPathAnswers(serve);
+        const [header, id] = traceparent();
+        traceId = id;
+        const listed = await httpRequest(serve.url, 'GET', '/v1/pets?limit=5', { key: account.key, headers: { traceparent: header } });
+        assert.equal(listed.status, 200);
+        byFastPath = (await fastPathAnswers(serve)) === before + 1;
+      }
+      assert.ok(byFastPath, 'the fast path answered it');
       const server = await otlp.waitFor((s) => s.traceId === traceId && s.kind === SERVER);
       assert.equal(server.attributes['http.route'], '/v1/pets');
       assert.equal(server.attributes['url.path'], '/v1/pets', 'the query string is not url.path');
