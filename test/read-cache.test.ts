@@ -159,6 +159,29 @@ describe('SQLite read cache, directly', () => {
     assert.equal(cache.getPage('acct_a', {}, 0, 21), undefined);
   });
 
+  test('when another connection commits between reading a page and caching it, and a read clears the cache in between, then that entry is never served', () => {
+    const cache = createReadCache({ pages: 10, pets: 10 });
+    const generation = cache.generation('acct_a');
+    cache.clear();
+    cache.setPage('acct_a', {}, 0, 21, [{ id: 1, name: 'Old', categoryId: 1 }], generation);
+    assert.equal(cache.getPage('acct_a', {}, 0, 21), undefined);
+  });
+
+  test('when a pet changes or the cache is cleared between reading the pet and caching it, then that pet is not cached', () => {
+    const cache = createReadCache({ pages: 10, pets: 10 });
+    const old = { id: 1, name: 'Old', categoryId: 1 };
+    const beforeChange = cache.generation('acct_a');
+    cache.petChanged('acct_a', 1);
+    assert.equal(cache.setPet('acct_a', old, beforeChange).name, 'Old', 'the caller still gets what it read');
+    assert.equal(cache.getPet('acct_a', 1), undefined);
+    const beforeClear = cache.generation('acct_a');
+    cache.clear();
+    cache.setPet('acct_a', old, beforeClear);
+    assert.equal(cache.getPet('acct_a', 1), undefined);
+    cache.setPet('acct_a', old, cache.generation('acct_a'));
+    assert.equal(cache.getPet('acct_a', 1)?.name, 'Old', 'read with nothing in between: cached');
+  });
+
   test('when one account writes, then only its pages are dropped', () => {
     const cache = createReadCache({ pages: 10, pets: 10 });
     cache.setPage('acct_a', {}, 0, 21, [], cache.generation('acct_a'));
@@ -171,9 +194,9 @@ describe('SQLite read cache, directly', () => {
   test('when one of an account\'s pets changes, then that pet and the account\'s pages are dropped, and nothing of other accounts', () => {
     const cache = createReadCache({ pages: 10, pets: 10 });
     const pet = (id: number) => ({ id, name: `P${id}`, categoryId: 1, status: 'available' as const });
-    cache.setPet('acct_a', pet(1));
-    cache.setPet('acct_a', pet(2));
-    cache.setPet('acct_b', pet(1));
+    cache.setPet('acct_a', pet(1), cache.generation('acct_a'));
+    cache.setPet('acct_a', pet(2), cache.generation('acct_a'));
+    cache.setPet('acct_b', pet(1), cache.generation('acct_b'));
     cache.setPage('acct_a', { status: 'available' }, 0, 21, [pet(1), pet(2)], cache.generation('acct_a'));
     cache.setPage('acct_b', { status: 'available' }, 0, 21, [pet(1)], cache.generation('acct_b'));
     cache.petChanged('acct_a', 1);
@@ -187,8 +210,8 @@ describe('SQLite read cache, directly', () => {
   test('when more pages and pets are cached than the limits, then the oldest go and the sizes stay bounded', () => {
     const cache = createReadCache({ pages: 3, pets: 2 });
     for (let i = 0; i < 10; i++) {
-      cache.setPage('acct_a', {}, i, 21, [], 0);
-      cache.setPet('acct_a', { id: i + 1, name: `P${i}`, categoryId: 1 });
+      cache.setPage('acct_a', {}, i, 21, [], cache.generation('acct_a'));
+      cache.setPet('acct_a', { id: i + 1, name: `P${i}`, categoryId: 1 }, cache.generation('acct_a'));
     }
     assert.deepEqual(cache.size, { pages: 3, pets: 2 });
     assert.equal(cache.getPage('acct_a', {}, 0, 21), undefined, 'the first page was evicted');

@@ -92,8 +92,9 @@ export function withReadCache(pets: PetRepository, cache: ReadCache, fresh: () =
     async get(accountId, id) {
       const hit = memory.pet(accountId, id);
       if (hit) return hit;
+      const generation = cache.generation(accountId);
       const pet = await pets.get(accountId, id);
-      return pet && cache.setPet(accountId, pet);
+      return pet && cache.setPet(accountId, pet, generation);
     },
     async inventory(accountId) {
       fresh();

@@ -45,7 +45,11 @@ export function freezePet(pet: Pet): Pet {
 export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIMITS) {
   const pages = new Map<string, CachedPage>();
   const pets = new Map<string, Pet>();
-  /** Bumped after every local commit that added pets to the account. */
+  // Generations are drawn from one counter that only grows, and an account with no entry is at
+  // the last clear's: a value read before any bump or clear never equals one read after it.
+  let counter = 0;
+  let cleared = 0;
+  /** The account's last local change (a commit that added, changed or deleted its pets). */
   const generations = new Map<string, number>();
   /** The account's counters, valid while its generation is the one they were read at. */
   const inventories = new Map<string, { counts: Inventory; generation: number }>();
@@ -61,26 +65,27 @@ export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIM
       pets.clear();
       generations.clear();
       inventories.clear();
+      cleared = ++counter;
     },
 
     /** This connection committed new pets for the account: its pages may now be short. */
     wrote(accountId: string): void {
-      generations.set(accountId, (generations.get(accountId) ?? 0) + 1);
+      generations.set(accountId, ++counter);
     },
 
     /** This connection changed or deleted one of the account's pets: drop it and the account's pages. */
     petChanged(accountId: string, id: number): void {
       pets.delete(petKey(accountId, id));
-      generations.set(accountId, (generations.get(accountId) ?? 0) + 1);
+      generations.set(accountId, ++counter);
     },
 
     generation(accountId: string): number {
-      return generations.get(accountId) ?? 0;
+      return generations.get(accountId) ?? cleared;
     },
 
     getPage(accountId: string, filter: PageFilter, afterId: number, limit: number): readonly Pet[] | undefined {
       const entry = pages.get(pageKey(accountId, filter, afterId, limit));
-      return entry && entry.generation === (generations.get(accountId) ?? 0) ? entry.rows : undefined;
+      return entry && entry.generation === (generations.get(accountId) ?? cleared) ? entry.rows : undefined;
     },
 
     /** `generation` must be read before the query ran, so a commit in between leaves the entry stale. */
@@ -95,16 +100,19 @@ export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIM
       return pets.get(petKey(accountId, id));
     },
 
-    /** Only pets that exist: a miss is not cached, since the id may be assigned later. */
-    setPet(accountId: string, pet: Pet): Pet {
+    /**
+     * Only pets that exist: a miss is not cached, since the id may be assigned later. As setPage,
+     * `generation` read before the query: a change or clear since then leaves the pet uncached.
+     */
+    setPet(accountId: string, pet: Pet, generation: number): Pet {
       const frozen = freezePet(pet);
-      setBounded(pets, petKey(accountId, pet.id), frozen, limits.pets);
+      if (generation === (generations.get(accountId) ?? cleared)) setBounded(pets, petKey(accountId, pet.id), frozen, limits.pets);
       return frozen;
     },
 
     getInventory(accountId: string): Inventory | undefined {
       const entry = inventories.get(accountId);
-      return entry && entry.generation === (generations.get(accountId) ?? 0) ? entry.counts : undefined;
+      return entry && entry.generation === (generations.get(accountId) ?? cleared) ? entry.counts : undefined;
     },
 
     /** As setPage: `generation` read before the query. Every change of a pet bumps it. */
