@@ -10,7 +10,7 @@ import { TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
 import { backends, sqliteBackend } from './helpers/backends.js';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './helpers/otlp-receiver.js';
 import { createAccountWithKey, httpRequest, type ServerProcess, startServerProcess } from './helpers/process.js';
-import { type Receiver, startReceiver } from './helpers/receiver.js';
+import { eventually, type Receiver, startReceiver } from './helpers/receiver.js';
 import { registerEndpoint, WEBHOOK_ENV } from './helpers/webhooks.js';
 import { silentServer } from './helpers/silent-server.js';
 
@@ -155,6 +155,38 @@ for (const backend of backends) {
       const linked = await otlp.waitFor((s) => s.spanId === link.spanId);
       const server = otlp.spans.find((s) => s.traceId === traceId && s.kind === SERVER)!;
       assert.ok(linked === server || descendants(otlp.spans, server).includes(linked), 'the link points into the create request');
+    });
+
+    test('when PATCHes of two accounts share a batch, then each account\'s webhook deliveries carry its own requests\' traces, never the other\'s', async () => {
+      const owners: Array<{ key: string; receiver: Receiver; traceIds: Set<string> }> = [];
+      for (const name of ['Trace A', 'Trace B']) {
+        const { key } = await createAccountWithKey(env, name);
+        const receiver = await startReceiver();
+        owners.push({ key, receiver, traceIds: new Set() });
+        await registerEndpoint(serve.url, key, receiver.url);
+        assert.equal((await httpRequest(serve.url, 'POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 1 } })).status, 201);
+      }
+      try {
+        // Two requests sent at once mostly land in one event-loop turn, so in one PATCH batch.
+        for (let round = 0; round < 10; round++) {
+          const answers = await Promise.all(owners.map(({ key, traceIds }) => {
+            const [header, traceId] = traceparent();
+            traceIds.add(traceId);
+            return httpRequest(serve.url, 'PATCH', '/v1/pets/1', { key, body: { name: `Rex ${round}` }, headers: { traceparent: header } });
+          }));
+          assert.deepEqual(answers.map((a) => a.status), [200, 200]);
+        }
+        for (const { receiver, traceIds } of owners) {
+          const updates = () => receiver.received.filter((r) => JSON.parse(r.body).type === 'pet.updated');
+          await eventually(async () => (updates().length >= 10 ? true : undefined), 10_000, 'ten pet.updated deliveries');
+          for (const delivery of updates()) {
+            const sent = /^00-([0-9a-f]{32})-/.exec(String(delivery.headers.traceparent));
+            assert.ok(sent && traceIds.has(sent[1]!), `a delivery of ${JSON.parse(delivery.body).data.object.name} carries ${delivery.headers.traceparent}, not one of its own account's request traces`);
+          }
+        }
+      } finally {
+        for (const { receiver } of owners) await receiver.close();
+      }
     });
 
     test('when a message is sent, then its delivery links back to the POST /messages that queued it', async () => {

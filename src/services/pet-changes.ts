@@ -17,6 +17,7 @@ import type { EventRepository } from '../store/events.js';
 import type { OrderRepository } from '../store/orders.js';
 import type { PetRepository } from '../store/pets.js';
 import type { TimeOperation } from '../store/instrumented.js';
+import { hooks as tracingHooks } from '../tracing/switch.js';
 import { petDeletedEvent } from './domain-events.js';
 import { applyPatches, type PatchItem, type PetPatch, petNotFound, refusal } from './pet-patches.js';
 import type { Precondition } from './preconditions.js';
@@ -32,6 +33,11 @@ export interface PetChangeDeps {
   published?: ((types: readonly EventType[]) => void) | undefined;
   timed?: TimeOperation | undefined;
 }
+
+/** A sampled request's item with its traceparent (a literal: one hidden class for every item). */
+const traced =
+  (tracing: NonNullable<typeof tracingHooks>) =>
+  (item: PatchItem, link: unknown): PatchItem => ({ accountId: item.accountId, id: item.id, patch: item.patch, precondition: item.precondition, trace: tracing.traceparentOf(link) });
 
 /** The most PATCHes one transaction takes. */
 const PATCH_BATCH_MAX = 256;
@@ -60,12 +66,15 @@ export function createPetChangeService(deps: PetChangeDeps) {
       if (result instanceof Error) throw result;
       return result!;
     },
+    // The batch runs in its own span: each sampled request's trace goes with its item (its
+    // events'), never the batch's, which may belong to another account's request.
+    ...(tracingHooks ? { traced: traced(tracingHooks) } : {}),
   });
 
   return {
     /** Applies the merge patch; the pet unchanged (and nothing written) when it changes nothing. */
     update(accountId: string, id: number, patch: PetPatch, precondition?: Precondition): Promise<Pet> {
-      return patches.submit({ accountId, id, patch, precondition });
+      return patches.submit({ accountId, id, patch, precondition, trace: undefined });
     },
 
     /** Deletes the pet: 404 from then on; its id is never reused; its orders stay readable. */

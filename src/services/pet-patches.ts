@@ -61,6 +61,8 @@ export interface PatchItem {
   id: number;
   patch: PetPatch;
   precondition: Precondition | undefined;
+  /** The request's traceparent when it was sampled (tracing on), stored with its events. */
+  trace: string | undefined;
 }
 
 export interface PatchDeps {
@@ -74,6 +76,8 @@ interface AccountOutcome {
   results: Array<Pet | Error>;
   changes: Array<{ before: Pet; after: Pet }>;
   recorded: NewEvent[];
+  /** Each recorded event's request trace: a batch holds several requests, of several accounts. */
+  traces: Array<string | undefined>;
 }
 
 export const petNotFound = (id: number) => new NotFoundError(`No pet with id ${id}. List your pets with GET /v1/pets.`);
@@ -82,7 +86,8 @@ export const petNotFound = (id: number) => new NotFoundError(`No pet with id ${i
 function decide(items: readonly PatchItem[], locked: Map<number, Pet>, placed: Set<number>): AccountOutcome {
   const current = new Map(locked);
   const recorded: NewEvent[] = [];
-  const results = items.map(({ id, patch, precondition }): Pet | Error => {
+  const traces: Array<string | undefined> = [];
+  const results = items.map(({ id, patch, precondition, trace }): Pet | Error => {
     const before = current.get(id);
     if (!before) return petNotFound(id);
     const refused = refusal(before, precondition);
@@ -93,11 +98,15 @@ function decide(items: readonly PatchItem[], locked: Map<number, Pet>, placed: S
     if ('status' in previous && placed.has(id)) return new PetHasOpenOrderError(id, 'status');
     current.set(id, after);
     recorded.push(petUpdatedEvent(after, previous));
-    if ('status' in previous) recorded.push(petStatusChangedEvent(after, before.status ?? null));
+    traces.push(trace);
+    if ('status' in previous) {
+      recorded.push(petStatusChangedEvent(after, before.status ?? null));
+      traces.push(trace);
+    }
     return after;
   });
   const changes = [...current].filter(([id, after]) => after !== locked.get(id)).map(([id, after]) => ({ before: locked.get(id)!, after }));
-  return { results, changes, recorded };
+  return { results, changes, recorded, traces };
 }
 
 /** Applies the batch in `tx`: per account, one lock, one order check, one update, one append of its events (recorded `at`). */
@@ -118,7 +127,7 @@ export async function applyPatches(tx: Transaction, deps: PatchDeps, items: read
   const writes = outcomes.map(([accountId, outcome, indexes]) =>
     Promise.all([
       deps.pets.updateMany(tx, accountId, outcome.changes),
-      outcome.recorded.length > 0 ? deps.events.append(tx, accountId, outcome.recorded, at) : undefined,
+      outcome.recorded.length > 0 ? deps.events.append(tx, accountId, outcome.recorded, at, outcome.traces) : undefined,
     ]),
   );
   tx.lastStatementsIssued();

@@ -138,8 +138,12 @@ export interface EventWrite {
   trace?: string | undefined;
 }
 
-/** One append call's events as writes, in the request's context: its traceparent is stored with each. */
-export function appendWrites(accountId: string, events: readonly NewEvent[], createdAt: string): EventWrite[] {
+/**
+ * One append call's events as writes: each with its own traceparent from `traces` when given,
+ * else the active context's (the request's).
+ */
+export function appendWrites(accountId: string, events: readonly NewEvent[], createdAt: string, traces?: ReadonlyArray<string | undefined>): EventWrite[] {
+  if (traces) return events.map((event, i) => ({ accountId, event, createdAt, trace: traces[i] }));
   const trace = activeTraceparent();
   return events.map((event) => ({ accountId, event, createdAt, trace }));
 }

@@ -32,8 +32,10 @@ export interface EventRepository {
   /**
    * Appends events to the account's log in `tx`, numbered from the account's counter, all
    * stamped `createdAt` (their deliveries are due then). Nothing when events are off.
+   * `traces`: each event's request traceparent (undefined: none), for a write made outside its
+   * request's context (a batch of several requests); without it, the active context's.
    */
-  append(tx: Sql, accountId: string, events: readonly NewEvent[], createdAt: string): Promise<void>;
+  append(tx: Sql, accountId: string, events: readonly NewEvent[], createdAt: string, traces?: ReadonlyArray<string | undefined>): Promise<void>;
   list(query: ListEventsStoreQuery): Promise<readonly StoredEvent[]>;
   get(accountId: string, id: string): Promise<StoredEvent | undefined>;
   /** Deletes events created before `before` (ISO), with their deliveries; how many events. */

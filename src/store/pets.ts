@@ -234,7 +234,7 @@ export function createPetRepository({ db, dialect, events, backend }: PetDeps): 
     writeOne: (item) =>
       db.transaction(async (tx) => {
         const pet = await insert(tx, item);
-        await events.append(tx, item.accountId, [petCreatedEvent(pet)], item.createdAt);
+        await events.append(tx, item.accountId, [petCreatedEvent(pet)], item.createdAt, [item.trace]);
         return pet;
       }),
     written: (items) => {

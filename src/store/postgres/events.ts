@@ -69,9 +69,9 @@ const PRUNE_SQL = `
 /** `enabled` false: nothing is appended (events are off). */
 export function createPostgresEvents(db: SqlDatabase, enabled: boolean): EventRepository {
   return eventRepository({
-    async append(tx: Sql, accountId, events, createdAt) {
+    async append(tx: Sql, accountId, events, createdAt, traces) {
       if (!enabled || events.length === 0) return;
-      const rows = runRows(1, appendWrites(accountId, events, createdAt));
+      const rows = runRows(1, appendWrites(accountId, events, createdAt, traces));
       appended(accountId, await tx.run(APPEND_SQL, appendParams(accountId, events, createdAt, rows)), rows);
     },
     rowsFrom: (accountId, after, limit, types) => {

@@ -58,7 +58,7 @@ async function pruneAccount(tx: Sql, accountId: string, before: string): Promise
 export function createSqliteEvents(db: SqlDatabase, enabled: boolean): SqliteEventRepository {
   const many = enabled ? appendMany : async () => {};
   const repository = eventRepository({
-    append: (tx, accountId, events, createdAt) => many(tx, appendWrites(accountId, events, createdAt)),
+    append: (tx, accountId, events, createdAt, traces) => many(tx, appendWrites(accountId, events, createdAt, traces)),
     rowsFrom: (account, after, limit, types) =>
       types === undefined
         ? db.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE ${FROM} ORDER BY seq LIMIT @limit`, { account, after, limit })
