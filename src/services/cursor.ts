@@ -77,7 +77,7 @@ export function createCursorCodec<S extends string>(secret: string, statuses: re
     }
     const payload = raw.subarray(0, length);
     if (!timingSafeEqual(raw.subarray(length), mac(accountId, payload))) {
-      throw new InvalidCursorError('The cursor is not valid for this API key. Use the cursor from the Link header exactly as given, or omit it to start over.');
+      throw new InvalidCursorError('The cursor is not valid for this API key and this list (it was issued for another account, collection or webhook endpoint). Use the cursor from the Link header exactly as given, or omit it to start over.');
     }
     const statusIndex = payload.readUInt8(1);
     const cursorStatus = statusIndex === 0 ? undefined : statuses[statusIndex - 1];

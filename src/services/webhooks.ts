@@ -167,9 +167,11 @@ export function createWebhookService(deps: {
 
     async deliveries(accountId: string, endpointId: string, page: PageRequest<DeliveryStatus>) {
       await endpointOf(accountId, endpointId);
-      const { afterId, limit } = pageBounds(deliveryCursors, accountId, page);
+      // Signed for the endpoint too: another endpoint's cursor would skip this one's deliveries.
+      const scope = `${accountId}\0${endpointId}`;
+      const { afterId, limit } = pageBounds(deliveryCursors, scope, page);
       const rows = await webhooks.listDeliveries({ accountId, endpointId, limit, status: page.status, afterSeq: afterId });
-      const { items, nextCursor } = pageOf(deliveryCursors, accountId, page, rows, (d) => d.eventSeq);
+      const { items, nextCursor } = pageOf(deliveryCursors, scope, page, rows, (d) => d.eventSeq);
       return { deliveries: items.map(publicDelivery), nextCursor };
     },
 

@@ -437,6 +437,23 @@ for (const backend of backends) {
       assert.equal(((await app.request('GET', `/v1/webhook-endpoints/${endpointA.id}`, { key: a.key })).body as Endpoint).disabled, false);
     });
 
+    test('when one endpoint\'s deliveries cursor is used on another endpoint of the same account, then 400 invalid_cursor, not a page that skips deliveries', async () => {
+      app = await getApp();
+      const owner = await app.createAccount();
+      const hook = await receiver();
+      const first = await register(owner, { url: hook.url });
+      const second = await register(owner, { url: hook.url });
+      for (const name of ['One', 'Two']) await createPet(owner, name);
+      await settled(owner, first.id, 2);
+      await settled(owner, second.id, 2);
+      const page1 = await app.request('GET', `/v1/webhook-endpoints/${first.id}/deliveries?limit=1`, { key: owner.key });
+      const next = /^<([^>]+)>; rel="next"$/.exec(page1.headers.get('link') ?? '')?.[1];
+      assert.ok(next, 'two deliveries, limit 1: a next page');
+      assert.equal((await app.request('GET', next, { key: owner.key })).status, 200, 'the cursor pages its own endpoint');
+      const cursor = new URL(next, 'http://x').searchParams.get('cursor')!;
+      assertError(await app.request('GET', `/v1/webhook-endpoints/${second.id}/deliveries?limit=1&cursor=${cursor}`, { key: owner.key }), 400, 'invalid_cursor', /webhook endpoint/);
+    });
+
     test('when deliveries happen, then /metrics counts events, attempts by outcome, their duration and the backlog', async () => {
       app = await getApp();
       const metrics = await (await fetch(`${app.url}/metrics`)).text();
