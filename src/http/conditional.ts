@@ -25,17 +25,26 @@ interface Conditions {
   ifNoneMatch: EntityTags | undefined;
 }
 
-// An entity-tag: optional W/, then a quoted string of visible characters other than `"`.
-const ENTITY_TAG = /^(?:W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/;
+// One element of an entity-tag list: optional W/, a quoted string of visible characters other
+// than `"` (a comma included), then a comma or the end. Empty elements are allowed (RFC 9110 §5.6.1).
+const LIST_ELEMENT = /[ \t]*((?:W\/)?"[\x21\x23-\x7e\x80-\xff]*")?[ \t]*(,|$)/y;
 
 /** The entity-tags of an If-Match or If-None-Match value (`*`, or a comma-separated list). */
 function entityTags(header: string, name: string): EntityTags {
   const value = header.trim();
   if (value === '*') return '*';
-  const tags = value.split(',').map((tag) => tag.trim()).filter((tag) => tag !== '');
-  if (tags.length === 0 || !tags.every((tag) => ENTITY_TAG.test(tag))) {
-    throw new InvalidRequestError(`The ${name} header is not "*" or a list of entity-tags ("…" as sent in ETag). Send the ETag value of your last read.`);
+  const malformed = () =>
+    new InvalidRequestError(`The ${name} header is not "*" or a list of entity-tags ("…" as sent in ETag). Send the ETag value of your last read.`);
+  const tags: string[] = [];
+  let at = 0;
+  while (at < value.length) {
+    LIST_ELEMENT.lastIndex = at;
+    const element = LIST_ELEMENT.exec(value);
+    if (element === null) throw malformed();
+    if (element[1] !== undefined) tags.push(element[1]);
+    at = element[2] === '' ? value.length : LIST_ELEMENT.lastIndex;
   }
+  if (tags.length === 0) throw malformed();
   return tags;
 }
 

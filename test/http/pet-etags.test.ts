@@ -58,7 +58,8 @@ for (const backend of backends) {
       const stale = await currentTag(api, pet.id);
       const changed = await api.patchOk(pet.id, { name: 'Cond 2' });
       const before = await api.lastSequence();
-      for (const ifMatch of [stale, '"nope"', `W/${await currentTag(api, pet.id)}`, `"x", ${stale}`]) {
+      // A comma inside a quoted tag is part of the tag (RFC 9110's list grammar), not a separator.
+      for (const ifMatch of [stale, '"nope"', `W/${await currentTag(api, pet.id)}`, `"x", ${stale}`, '"a,b"', `"x,y" , ${stale}`]) {
         assertError(await api.patch(pet.id, { name: 'Lost' }, { 'if-match': ifMatch }), 412, 'precondition_failed', new RegExp(`Pet ${pet.id}`));
         assertError(await api.remove(pet.id, { 'if-match': ifMatch }), 412, 'precondition_failed');
       }
