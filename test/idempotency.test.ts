@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { fixedClock } from '../src/clock.js';
-import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_RENEW_MS, IDEMPOTENCY_TTL_MS } from '../src/services/idempotency.js';
+import { PetNotAvailableError } from '../src/errors.js';
+import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_RENEW_MS, IDEMPOTENCY_TTL_MS, runIdempotent } from '../src/services/idempotency.js';
 import type { Store } from '../src/store/types.js';
 import { startApp } from './helpers/app.js';
 import { backends } from './helpers/backends.js';
@@ -148,6 +149,37 @@ for (const backend of backends) {
       assert.equal((await store.pets.list({ accountId, limit: 10 })).length, 1);
       assert.deepEqual(await claimIdempotencyKey(store, { ...claim, now: 3_000 }), { outcome: 'completed', requestHash: 'h1', resourceId: won.id });
       assert.equal(await store.idempotency.purge(1_001 + IDEMPOTENCY_LEASE_MS), 1);
+    });
+
+    test('when a request took a stalled claim over and its create is refused because the first owner completed the key meanwhile, then it replays that result, not the refusal', async (t) => {
+      const app = await startApp(t, { backend });
+      const { accountId } = await app.createAccount();
+      const store = app.store;
+      const claim = { accountId, key: 'k1', requestHash: 'h1', ttlMs: IDEMPOTENCY_TTL_MS, leaseMs: IDEMPOTENCY_LEASE_MS };
+      assert.deepEqual(await claimIdempotencyKey(store, { ...claim, now: 1_000 }), { outcome: 'claimed' }, 'the first owner, then stalled');
+      const deps = { db: store.db, idempotency: store.idempotency, clock: fixedClock(1_000 + IDEMPOTENCY_LEASE_MS) };
+      let first: Pet | undefined;
+      const second = await runIdempotent(deps, accountId, 'k1', 'h1', {
+        replay: async (id) => `replayed ${id}`,
+        create: async () => {
+          // The first owner wakes up and commits while the second runs; the second then finds the
+          // pet taken (as an order for the same pet would) and is refused.
+          first = await createPetWithIdempotencyKey(store, accountId, { name: 'First', categoryId: 1 }, new Date().toISOString(), 'k1');
+          throw new PetNotAvailableError(1, 'pending');
+        },
+      });
+      assert.ok(first);
+      assert.deepEqual(second, { value: `replayed ${first.id}`, replayed: true });
+      assert.deepEqual(await claimIdempotencyKey(store, { ...claim, now: 5_000 }), { outcome: 'completed', requestHash: 'h1', resourceId: first.id });
+    });
+
+    test('when a create with a key is refused and nobody completed the key, then the refusal stands and the key is released for a retry', async (t) => {
+      const app = await startApp(t, { backend });
+      const { accountId } = await app.createAccount();
+      const deps = { db: app.store.db, idempotency: app.store.idempotency, clock: fixedClock(1_000) };
+      const refused = new PetNotAvailableError(1, 'sold');
+      await assert.rejects(runIdempotent(deps, accountId, 'k2', 'h2', { replay: async () => 'no', create: async () => { throw refused; } }), (error) => error === refused);
+      assert.deepEqual(await claimIdempotencyKey(app.store, { accountId, key: 'k2', requestHash: 'h2', now: 1_001 }), { outcome: 'claimed' });
     });
 
     test('when the owner renews its claim, then it is not taken over however long it runs, and once renewals stop it is', async (t) => {

@@ -121,8 +121,10 @@ export async function runIdempotent<T>(
     } catch (err) {
       renewal.stop();
       if (err instanceof StoreConflictError) continue;
-      // Only successes are remembered: let the client retry with the same key.
-      await idempotency.release(accountId, key).catch(() => undefined);
+      // Only successes are remembered: let the client retry with the same key. Unless the key
+      // is no longer in flight: an owner we took it over from (or that took it from us) completed
+      // it meanwhile, and our refusal (say, the pet its order just took) is not the answer: replay.
+      if (!(await idempotency.release(accountId, key).catch(() => true))) continue;
       throw err;
     }
     renewal.stop();

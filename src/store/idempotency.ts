@@ -39,8 +39,8 @@ export interface IdempotencyRepository {
   complete(tx: Sql, accountId: string, key: string, result: IdempotencyResult): Promise<boolean>;
   /** Marks an in-flight claim alive at `now` (never moves it back). */
   renew(accountId: string, key: string, now: number): Promise<void>;
-  /** Forgets an in-flight claim (its request failed: the client may retry). */
-  release(accountId: string, key: string): Promise<void>;
+  /** Forgets an in-flight claim (its request failed: the client may retry); false when it was not in flight. */
+  release(accountId: string, key: string): Promise<boolean>;
   /** Deletes keys created before `before` (epoch ms); how many. */
   purge(before: number): Promise<number>;
 }
@@ -82,7 +82,7 @@ export function createIdempotencyRepository(db: Sql, dialect: Dialect): Idempote
       await db.run(`UPDATE idempotency_keys SET locked_at = ? WHERE account_id = ? AND key = ? AND locked_at < ? AND ${KEY_IN_FLIGHT}`, [now, accountId, key, now]);
     },
     async release(accountId, key) {
-      await db.run(`DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND ${KEY_IN_FLIGHT}`, [accountId, key]);
+      return (await db.run(`DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND ${KEY_IN_FLIGHT}`, [accountId, key])) > 0;
     },
     async purge(before) {
       return db.run('DELETE FROM idempotency_keys WHERE created_at < ?', [before]);
