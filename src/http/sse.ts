@@ -56,10 +56,13 @@ function drained(res: ServerResponse, ms: number): Promise<boolean> {
 /** Streams until the client goes, the consumer is cut off, the store fails, the key may no longer read, or shutdown. */
 export async function pumpEvents(res: ServerResponse, sub: EventSubscription, { heartbeatMs, bufferBytes, log }: SseOptions): Promise<void> {
   let open = true;
-  res.on('close', () => {
+  const gone = () => {
     open = false;
     sub.release();
-  });
+  };
+  res.on('close', gone);
+  // The client may have gone while the stream was opening: 'close' fired before anyone listened.
+  if (res.destroyed) gone();
   let lastWrite = Date.now();
   try {
     while (open) {

@@ -168,6 +168,8 @@ function keyLifetimes(deps: Pick<EventStreamDeps, 'apiKeys' | 'onKeyChange' | 'c
 }
 
 export function createEventStreams(deps: EventStreamDeps) {
+  /** closeAll was called: a stream opened from now on ends at once. */
+  let shuttingDown = false;
   const lifetimes = keyLifetimes(deps);
   const waiters = new Set<Waiter>();
 
@@ -205,7 +207,8 @@ export function createEventStreams(deps: EventStreamDeps) {
       let lastSeq = afterSeq ?? (await deps.accounts.lastEventSeq(accountId));
       admit(keyId);
       // Dirty from the start: the first wait reads at once.
-      const waiter: Waiter = { dirty: true, ended: undefined, notify: undefined };
+      // Opened after shutdown began (its request was admitted before): it ends at once.
+      const waiter: Waiter = { dirty: true, ended: shuttingDown ? { reason: 'shutdown' } : undefined, notify: undefined };
       const leave = lifetimes.join(keyId, keyExpiresAtMs, waiter);
       waiters.add(waiter);
       let released = false;
@@ -241,6 +244,7 @@ export function createEventStreams(deps: EventStreamDeps) {
 
     /** Shutdown: every stream's wait answers 'closed' (the route ends it after what it has sent). */
     closeAll() {
+      shuttingDown = true;
       end(waiters, { reason: 'shutdown' });
     },
   };

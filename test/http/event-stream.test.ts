@@ -136,6 +136,39 @@ for (const backend of backends) {
       for (const s of [...open, again]) s.close();
     });
 
+    test('when clients go away while their streams are being opened, then none keeps a slot: the key can still open 5', async () => {
+      const app = await getApp();
+      const owner = await app.createAccount();
+      const port = Number(new URL(app.url).port);
+      // Gone after 0–9 ms: some while the request waits on the store (its key, the log's last sequence).
+      for (let delay = 0; delay < 10; delay++) {
+        const socket = net.connect(port, '127.0.0.1');
+        await new Promise((resolve) => socket.once('connect', resolve));
+        socket.write(`GET ${STREAM} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${owner.key}\r\n\r\n`);
+        await sleep(delay);
+        socket.resetAndDestroy();
+      }
+      await waitFor(() => app.services.eventStreams.openCount() === 0);
+      const open = await Promise.all(Array.from({ length: 5 }, () => openSse(`${app.url}${STREAM}`, owner.key)));
+      assert.deepEqual(open.map((s) => s.status), [200, 200, 200, 200, 200]);
+      for (const s of open) s.close();
+      await waitFor(() => app.services.eventStreams.openCount() === 0);
+    });
+
+    test('when a stream is opened after shutdown began (its request admitted before), then it ends at once, as the others did', async (t) => {
+      const app = await startApp(t, { backend, env });
+      const owner = await app.createAccount();
+      const streams = app.services.eventStreams;
+      const before = await streams.open({ accountId: owner.accountId, keyId: 'key_a', keyExpiresAtMs: Infinity, afterSeq: 0 });
+      streams.closeAll();
+      const after = await streams.open({ accountId: owner.accountId, keyId: 'key_a', keyExpiresAtMs: Infinity, afterSeq: 0 });
+      for (const sub of [before, after]) {
+        assert.equal(await sub.wait(1_000), 'closed');
+        assert.deepEqual(sub.ended, { reason: 'shutdown' });
+        sub.release();
+      }
+    });
+
     test('when another instance on the same database commits an event, then an open stream here has it within 1 s', async (t) => {
       const app = await getApp();
       const other = await startApp(t, { backend, env, databaseUrl: app.config.database.url });
