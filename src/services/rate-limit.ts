@@ -55,7 +55,8 @@ export function createMemoryRateLimiter(options: RateLimitOptions): RateLimiter 
   function takeNow(key: string): RateLimitDecision {
     const t = now();
     const b = buckets.get(key) ?? { tokens: capacity, at: t };
-    b.tokens = Math.min(capacity, b.tokens + ((t - b.at) * ratePerSecond) / 1000);
+    // A wall clock stepped back (NTP, a resumed VM) refills nothing, and takes nothing: as in Redis.
+    b.tokens = Math.min(capacity, b.tokens + (Math.max(0, t - b.at) * ratePerSecond) / 1000);
     b.at = t;
     const allowed = b.tokens >= 1;
     if (allowed) b.tokens -= 1;

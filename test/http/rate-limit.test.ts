@@ -53,6 +53,19 @@ describe('token bucket', () => {
     assert.equal(full.remaining, 1, 'capped at capacity');
     await limiter.close();
   });
+
+  test('when the wall clock steps back, then the bucket neither refills nor loses tokens (as the Redis script)', async () => {
+    let now = 100_000;
+    const limiter = createMemoryRateLimiter({ ratePerSecond: 2, capacity: 4, now: () => now });
+    assert.equal((await limiter.take('k')).remaining, 3);
+    now -= 5_000;
+    const after = await limiter.take('k');
+    assert.equal(after.allowed, true, 'a step back of 5 s at 2/s must not take 10 tokens');
+    assert.equal(after.remaining, 2);
+    now += 500;
+    assert.equal((await limiter.take('k')).remaining, 2, 'refills from the new time: one token after 0.5 s, one taken');
+    await limiter.close();
+  });
 });
 
 describe('Redis rate limiter', { skip: REDIS_URL ? false : 'set PETSTORE_TEST_REDIS_URL to run the Redis limiter tests' }, () => {
