@@ -1,7 +1,7 @@
 // `petstore mcp`: the API's tools (src/mcp/tools.ts) over stdio for desktop MCP clients, calling
 // the API over HTTP with the given key; the tools come from the server's own served documents.
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import type { ApiRequest } from '../mcp/api.js';
+import { answerHeaders, type ApiRequest } from '../mcp/api.js';
 import { createMcpServer } from '../mcp/server.js';
 import { type ToolSource, toolsOf } from '../mcp/tools.js';
 
@@ -19,7 +19,7 @@ export async function runMcpStdio(apiKey: string, baseUrl: string): Promise<void
   const server = createMcpServer(toolsOf(sources), {
     async send(call) {
       const res = await request(call);
-      return { status: res.status, text: await res.text() };
+      return { status: res.status, text: await res.text(), headers: answerHeaders((name) => res.headers.get(name) ?? undefined) };
     },
     async open(call, signal) {
       // Aborting the fetch closes the connection: the server ends the stream.

@@ -26,6 +26,37 @@ export interface ApiRequest {
 export interface ApiAnswer {
   status: number;
   text: string;
+  /** The answer's headers a tool result carries on (see ANSWER_HEADERS); absent ones undefined. */
+  headers?: Partial<Record<AnswerHeader, string>>;
+}
+
+/** Headers an agent needs to go on: the next page (Link), the ETag for If-Match, and whether a write was a replay. */
+export const ANSWER_HEADERS = ['link', 'etag', 'idempotent-replayed'] as const;
+export type AnswerHeader = (typeof ANSWER_HEADERS)[number];
+
+/** ANSWER_HEADERS of an answer, read with `get` (fetch's Headers or an inject's headers). */
+export function answerHeaders(get: (name: AnswerHeader) => string | undefined): Partial<Record<AnswerHeader, string>> {
+  const headers: Partial<Record<AnswerHeader, string>> = {};
+  for (const name of ANSWER_HEADERS) {
+    const value = get(name);
+    if (value !== undefined) headers[name] = value;
+  }
+  return headers;
+}
+
+/**
+ * What a tool result adds after the API's JSON: the cursor of the next page (the list tools take
+ * it as `cursor`), the ETag (for `if-match`), and `idempotentReplayed` when a write answered with
+ * an earlier call's result. Undefined when there is none of them.
+ */
+function continuation(headers: ApiAnswer['headers'] = {}): string | undefined {
+  const next = /<([^>]*)>\s*;\s*rel="next"/.exec(headers.link ?? '')?.[1];
+  const extra = {
+    ...(next !== undefined ? { nextCursor: new URL(next, 'http://api').searchParams.get('cursor') ?? undefined } : {}),
+    ...(headers.etag !== undefined ? { etag: headers.etag } : {}),
+    ...(headers['idempotent-replayed'] === 'true' ? { idempotentReplayed: true } : {}),
+  };
+  return Object.keys(extra).length > 0 ? JSON.stringify(extra) : undefined;
 }
 
 /** A 200 text/event-stream answer, read as it arrives. */
@@ -43,8 +74,12 @@ export interface Api {
 }
 
 /** The API's JSON as the tool's result; an error answer as a tool error with status, code and message. */
-export function resultOf({ status, text }: ApiAnswer): ToolResult {
-  if (status >= 200 && status < 300) return { content: [{ type: 'text', text: text === '' ? JSON.stringify({ status }) : text }] };
+export function resultOf({ status, text, headers }: ApiAnswer): ToolResult {
+  if (status >= 200 && status < 300) {
+    const extra = continuation(headers);
+    const body = { type: 'text' as const, text: text === '' ? JSON.stringify({ status }) : text };
+    return { content: extra === undefined ? [body] : [body, { type: 'text', text: extra }] };
+  }
   let error: { code?: unknown; message?: unknown } = {};
   try {
     error = JSON.parse(text) as typeof error;

@@ -88,6 +88,37 @@ for (const backend of backends) {
       }
     });
 
+    test('when a list has another page, a pet has an ETag or a write was a replay, then the result says so after the API\'s JSON: nextCursor pages on, etag guards an update', async () => {
+      const app = await getApp();
+      const owner = await app.createAccount();
+      const client = await connect(app, owner.key);
+      try {
+        const created = await call(client, 'createPet', { body: { name: 'One', categoryId: 1 } });
+        const one = JSON.parse(created.content[0]!.text) as { id: number };
+        const createdEtag = (JSON.parse(created.content[1]!.text) as { etag: string }).etag;
+        assert.match(createdEtag, /^"[^"]+"$/, 'createPet gives its ETag');
+        const replayed = await call(client, 'createPet', { body: { name: 'One', categoryId: 1 } });
+        assert.equal(JSON.parse(replayed.content[1]!.text).idempotentReplayed, true, 'a repeated call says it was a replay');
+        for (const name of ['Two', 'Three']) await call(client, 'createPet', { body: { name, categoryId: 1 } });
+
+        const page1 = await call(client, 'listPets', { limit: 2 });
+        assert.deepEqual((JSON.parse(page1.content[0]!.text) as Array<{ name: string }>).map((p) => p.name), ['One', 'Two']);
+        const { nextCursor } = JSON.parse(page1.content[1]!.text) as { nextCursor: string };
+        assert.ok(nextCursor, 'the next page\'s cursor');
+        const page2 = await call(client, 'listPets', { limit: 2, cursor: nextCursor });
+        assert.deepEqual((JSON.parse(page2.content[0]!.text) as Array<{ name: string }>).map((p) => p.name), ['Three']);
+        assert.equal(page2.content.length, 1, 'the last page: nothing after the JSON');
+
+        const updated = await call(client, 'updatePet', { petId: one.id, body: { name: 'Uno' }, 'if-match': createdEtag });
+        assert.equal(updated.isError, undefined, updated.content[0]!.text);
+        const stale = await call(client, 'updatePet', { petId: one.id, body: { name: 'Lost' }, 'if-match': createdEtag });
+        assert.equal(stale.isError, true);
+        assert.equal(JSON.parse(stale.content[0]!.text).code, 'precondition_failed');
+      } finally {
+        await client.close();
+      }
+    });
+
     test('when /mcp is called without a key or with a bad one, then it answers 401 unauthorized', async () => {
       const app = await getApp();
       const body = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };

@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import { InvalidRequestError } from '../../errors.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Api, ApiRequest, ApiTool } from '../../mcp/api.js';
+import { type Api, answerHeaders, type ApiRequest, type ApiTool } from '../../mcp/api.js';
 import { toolsOf } from '../../mcp/tools.js';
 import type { ApiKeyService } from '../../services/api-keys.js';
 import { anyKey, type AuthFailureLimit, createAuthHook } from '../plugins/auth.js';
@@ -35,7 +35,7 @@ function apiFor(app: FastifyInstance, request: FastifyRequest): Api {
   return {
     async send(call) {
       const answer = await inject(call, false);
-      return { status: answer.statusCode, text: answer.body };
+      return { status: answer.statusCode, text: answer.body, headers: answerHeaders((name) => answer.headers[name]?.toString()) };
     },
     async open(call, signal) {
       const answer = await inject(call, true);
