@@ -23,11 +23,13 @@ export interface CategoryPage {
 }
 
 /**
- * What two names are compared by: a case folding (upper then lower case maps "ß" and "SS",
- * "ſ" and "s" alike) of the NFC form, so names that differ only in case are one name.
+ * What two names are compared by: a case folding of the NFC form, so names that differ only in
+ * case are one name. Lower, upper, then lower case maps "ß", "ẞ" and "SS" (and "ſ" and "s")
+ * alike, which one round does not for "ẞ"; NFC again after it, since case mapping can leave a
+ * decomposed form ("ΐ" upper-cased) that a composed spelling of the same name would not.
  */
 export function categoryNameKey(name: string): string {
-  return name.normalize('NFC').toUpperCase().toLowerCase();
+  return name.normalize('NFC').toLowerCase().toUpperCase().toLowerCase().normalize('NFC');
 }
 
 /** The category's strong entity-tag: it changes when its name or petCount does. */

@@ -53,7 +53,10 @@ for (const backend of backends) {
       await put(api, 1, 'Dogs', 201);
       for (const name of ['Dogs', 'dogs', 'DOGS', 'dOgS']) assertError(await api.putCategory(2, { name }), 409, 'category_name_taken', /names compare case-insensitively/);
       await put(api, 3, 'Straße', 201);
-      assertError(await api.putCategory(4, { name: 'STRASSE' }), 409, 'category_name_taken');
+      for (const name of ['STRASSE', 'STRAẞE', 'straẞe']) assertError(await api.putCategory(4, { name }), 409, 'category_name_taken');
+      // "ΐ" upper-cases to a decomposed form; its composed capital spelling is the same name.
+      await put(api, 5, '\u0390', 201);
+      assertError(await api.putCategory(6, { name: '\u03AA\u0301' }), 409, 'category_name_taken');
       assertError(await api.putCategory(3, { name: 'dogs' }), 409, 'category_name_taken', undefined);
       assertError(await api.category(2), 404, 'not_found');
       assert.deepEqual((await api.category(3)).body, { id: 3, name: 'Straße', petCount: 0 }, 'a refused rename keeps the old name');
