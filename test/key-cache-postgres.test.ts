@@ -98,3 +98,33 @@ describe('API key cache on PostgreSQL', { skip }, () => {
     assert.equal(apiKeys.authenticateCached(key), undefined);
   });
 });
+
+// Its own database: its service listens on a connection of its own, which the tests above count.
+describe('API key cache on PostgreSQL: the backstop TTL', { skip }, () => {
+  test('when the wall clock steps back, then a remembered key still goes after the backstop TTL (a monotonic clock)', async (t) => {
+    const database = await postgresBackend.createDatabase();
+    const store = createPostgresStore(database.url, { poolMax: 2 });
+    t.after(async () => {
+      await store.close();
+      await database.drop();
+    });
+    await store.migrate();
+    await store.accounts.create({ id: 'acc_ttl', name: 'ttl', createdAt: new Date().toISOString() });
+    const short = createApiKeyService({ apiKeys: store.apiKeys, accounts: store.accounts, clock: systemClock, environment: 'production', keyCacheTtlMs: 300 });
+    const { key } = await short.create('acc_ttl');
+    await until('the key is remembered', async () => {
+      await short.authenticate(key);
+      return short.authenticateCached(key) !== undefined;
+    });
+    const realNow = Date.now;
+    const stepped = realNow() - 30_000;
+    const since = realNow();
+    Date.now = () => stepped + (realNow() - since);
+    try {
+      await sleep(450);
+      assert.equal(short.authenticateCached(key), undefined, 'forgotten 0.3 s after it was read, whatever the wall clock says');
+    } finally {
+      Date.now = realNow;
+    }
+  });
+});

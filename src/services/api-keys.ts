@@ -149,6 +149,7 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
   const usage = lastUseRecorder(apiKeys, deps.lastUsedIntervalMs ?? LAST_USED_WRITE_INTERVAL_MS);
   const other: Environment = environment === 'production' ? 'staging' : 'production';
   // Keyed by the token itself: it never leaves process memory, and hashing is what we skip.
+  /** expiresAt: on performance.now()'s clock. */
   const cache = new Map<string, { auth: AuthContext; expiresAt: number }>();
   // Bumped by every change heard: a lookup that started before one must not be remembered
   // (it may have read the key just before it was revoked).
@@ -176,7 +177,7 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     if (externalChangeCounter ? changes.moved() : !watch?.live()) return undefined;
     const entry = cache.get(token);
     if (!entry) return undefined;
-    if (entry.expiresAt > Date.now()) {
+    if (entry.expiresAt > performance.now()) {
       const auth = entry.auth;
       const now = clock.now();
       // Past its own expiry: the store's answer (401 with the instant) is verify's to give.
@@ -216,7 +217,8 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     const hash = hashKey(token);
     // Listening starts before the lookup, so a revocation committed after it is heard.
     trusted();
-    const askedAt = Date.now();
+    // Monotonic: a wall clock stepped back must not stretch the backstop.
+    const askedAt = performance.now();
     const askedIn = generation;
     const record = await apiKeys.findByHash(hash);
     // The lookup is by hash; the constant-time compare guards against any store that matched loosely.
