@@ -91,6 +91,29 @@ test('when the connection is lost during COMMIT of an idempotent create, then 50
   assert.equal(rows.length, 1, 'created once');
 });
 
+test('when the connection is lost while a group commit\'s batch commits (a create without a key), then 503 says the outcome is unknown, not a plain retry', pgOnly, async (t) => {
+  const app = await startApp(t, { backend: postgresBackend });
+  const { key } = await app.createAccount();
+  const url = app.config.database.url;
+  // The batch is one statement in a transaction of its own: a deferred trigger makes its commit take a second.
+  await withDatabase(url, (db) => db.query(`
+    CREATE FUNCTION batch_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$;
+    CREATE CONSTRAINT TRIGGER batch_slow_commit AFTER INSERT ON pets DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION batch_slow_commit();`));
+  const answer = app.request('POST', '/v1/pets', { key, body: { name: 'Batch', categoryId: 1 } });
+  await withDatabase(url, async (db) => {
+    for (let i = 0; ; i += 1) {
+      const { rowCount } = await db.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event = 'PgSleep'");
+      if (rowCount) break;
+      assert.ok(i < 200, 'the batch reached its commit');
+      await sleep(10);
+    }
+  });
+  const refused = await answer;
+  assert.equal(refused.status, 503, refused.text);
+  assert.equal((refused.body as { code: string }).code, 'service_unavailable');
+  assert.match((refused.body as { message: string }).message, /may or may not have been applied/);
+});
+
 async function withDatabase<T>(url: string, work: (db: pg.Client) => Promise<T>): Promise<T> {
   const db = new pg.Client({ connectionString: url });
   await db.connect();

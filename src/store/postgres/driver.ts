@@ -88,6 +88,11 @@ export interface PostgresDatabase extends SqlDatabase {
   readonly pool: pg.Pool;
   /** A named statement through the pool (hot writes). */
   prepared<R extends QueryResultRow>(name: string, text: string, values: readonly unknown[]): Promise<R[]>;
+  /**
+   * A write that is a transaction of its own (autocommit), as a named prepared statement: a
+   * connection lost once it has left leaves its outcome unknown (CommitOutcomeUnknownError).
+   */
+  preparedWrite<R extends QueryResultRow>(name: string, text: string, values: readonly unknown[]): Promise<R[]>;
 }
 
 const numbered = new Map<string, string>();
@@ -154,6 +159,8 @@ export function openPostgres(url: string, options: PostgresOptions): PostgresDat
 
   const prepared = <R extends QueryResultRow>(name: string, text: string, values: readonly unknown[]) =>
     guard(async () => (await pool.query<R>({ name, text: dollars(text), values: values as unknown[] })).rows);
+  const preparedWrite = <R extends QueryResultRow>(name: string, text: string, values: readonly unknown[]) =>
+    guard(() => autocommitWrite<R>(pool, { name, text: dollars(text), values: values as unknown[] }));
 
   const database: PostgresDatabase = {
     dialect: 'postgres',
@@ -165,6 +172,7 @@ export function openPostgres(url: string, options: PostgresOptions): PostgresDat
     run: (sql, params) => guard(() => direct.run(sql, params)),
     transaction: (work) => guard(() => inTransaction(pool, work)),
     prepared,
+    preparedWrite,
     read: async <R>(name: string, text: string, values: readonly unknown[]) =>
       (pipeline ? await guard(() => pipeline.query(name, dollars(text), values as unknown[])) : await prepared(name, text, values)) as R[],
     readArrays: (name, text, values) =>
@@ -255,6 +263,25 @@ function committed(result: pg.QueryResult): void {
 
 /** A COMMIT that failed on a lost connection may have committed, unless pg never sent it. */
 const outcomeUnknown = (error: unknown): boolean => isConnectionError(error) && !(error as Error).message.startsWith(NOT_QUERYABLE);
+
+/** One statement in a transaction of its own; a connection lost once it left: CommitOutcomeUnknownError. */
+async function autocommitWrite<R extends QueryResultRow>(pool: pg.Pool, query: pg.QueryConfig): Promise<R[]> {
+  // Connecting fails before anything is sent: that is only unavailable.
+  const client = await pool.connect();
+  const ignore = () => {};
+  client.on('error', ignore);
+  let broken = false;
+  try {
+    return (await client.query<R>(query)).rows;
+  } catch (error) {
+    broken = isConnectionError(error);
+    if (outcomeUnknown(error)) throw new CommitOutcomeUnknownError(`PostgreSQL connection lost during a write: ${(error as Error).message}`, { cause: error });
+    throw error;
+  } finally {
+    client.off('error', ignore);
+    client.release(broken);
+  }
+}
 
 /**
  * BEGIN … COMMIT on one pooled client; ROLLBACK when `work` throws. A client whose connection

@@ -86,7 +86,8 @@ export function postgresPetBatches(db: PostgresDatabase, events: boolean): PetBa
       await tx.run(writeColumnsSql(columns), [accountId, intArrayText(pets.map((pet) => pet.id)), ...columns.map((column) => columnValues(column, pets))]);
     },
     async writeBatch(batch) {
-      const rows = await db.prepared<{ account_id: string; base: number }>('create_pets', events ? WITH_EVENTS : WITHOUT_EVENTS, [
+      // Its own transaction: a connection lost once it left answers that the outcome is unknown.
+      const rows = await db.preparedWrite<{ account_id: string; base: number }>('create_pets', events ? WITH_EVENTS : WITHOUT_EVENTS, [
         batch.map((b) => b.accountId),
         batch.map((b) => b.pet.name),
         batch.map((b) => b.pet.categoryId),
