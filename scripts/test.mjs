@@ -2,7 +2,6 @@
 // Runs every test/**/*.test.ts with node:test (Node 20's runner takes no globs).
 // Extra arguments filter files by path substring: `npm test -- idempotency http/auth`.
 // To filter by test name instead: `node --import tsx --test --test-name-pattern="cursor" test/http/pets.test.ts`.
-// Tests import `src/`; scripts/dist-first.mjs loads the build in `dist/` for it while it is fresh.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -47,7 +46,7 @@ function run(list, concurrency) {
   const result = spawnSync(
     process.execPath,
     [
-      '--import', 'tsx', '--import', './scripts/dist-first.mjs', '--test', `--test-concurrency=${concurrency}`,
+      '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`,
       '--test-reporter=spec', '--test-reporter-destination=stdout',
       '--test-reporter=./scripts/file-times.mjs', '--test-reporter-destination=stderr',
       ...list,
