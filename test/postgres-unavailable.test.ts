@@ -57,27 +57,17 @@ test('when the connection is lost during COMMIT of an idempotent create, then 50
   const app = await startApp(t, { backend: postgresBackend });
   const { key } = await app.createAccount();
   const url = app.config.database.url;
-  // A deferred trigger makes COMMIT take a second: long enough to terminate the session in it.
-  await withDatabase(url, (db) => db.query(`
-    CREATE FUNCTION failover_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$;
-    CREATE CONSTRAINT TRIGGER failover_slow_commit AFTER INSERT ON pets DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION failover_slow_commit();`));
+  await slowCommits(url);
   const headers = { 'idempotency-key': 'failover-commit-1' };
   const body = { name: 'Committed?', categoryId: 1 };
   const answer = app.request('POST', '/v1/pets', { key, body, headers });
-  await withDatabase(url, async (db) => {
-    for (let i = 0; ; i += 1) {
-      const { rowCount } = await db.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'COMMIT' AND wait_event = 'PgSleep'");
-      if (rowCount) break;
-      assert.ok(i < 200, 'the create reached COMMIT');
-      await sleep(10);
-    }
-  });
+  await terminateSessionInCommit(url, "query = 'COMMIT'", 'the create reached COMMIT');
   const refused = await answer;
   assert.equal(refused.status, 503);
   assert.equal((refused.body as { code: string }).code, 'service_unavailable');
   assert.match((refused.body as { message: string }).message, /may or may not have been applied.*same Idempotency-Key/);
   assert.match(refused.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
-  await withDatabase(url, (db) => db.query('DROP TRIGGER failover_slow_commit ON pets'));
+  await withDatabase(url, (db) => db.query('DROP TRIGGER slow_commit ON pets'));
   let retried = await app.request('POST', '/v1/pets', { key, body, headers });
   // The terminated create's claim may still be held for its 2 s lease.
   for (let i = 0; retried.status === 409 && i < 40; i += 1) {
@@ -95,24 +85,33 @@ test('when the connection is lost while a group commit\'s batch commits (a creat
   const app = await startApp(t, { backend: postgresBackend });
   const { key } = await app.createAccount();
   const url = app.config.database.url;
-  // The batch is one statement in a transaction of its own: a deferred trigger makes its commit take a second.
-  await withDatabase(url, (db) => db.query(`
-    CREATE FUNCTION batch_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$;
-    CREATE CONSTRAINT TRIGGER batch_slow_commit AFTER INSERT ON pets DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION batch_slow_commit();`));
+  // The batch is one statement in a transaction of its own, its commit slowed as a COMMIT's.
+  await slowCommits(url);
   const answer = app.request('POST', '/v1/pets', { key, body: { name: 'Batch', categoryId: 1 } });
-  await withDatabase(url, async (db) => {
-    for (let i = 0; ; i += 1) {
-      const { rowCount } = await db.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event = 'PgSleep'");
-      if (rowCount) break;
-      assert.ok(i < 200, 'the batch reached its commit');
-      await sleep(10);
-    }
-  });
+  await terminateSessionInCommit(url, 'pid <> pg_backend_pid()', 'the batch reached its commit');
   const refused = await answer;
   assert.equal(refused.status, 503, refused.text);
   assert.equal((refused.body as { code: string }).code, 'service_unavailable');
   assert.match((refused.body as { message: string }).message, /may or may not have been applied/);
 });
+
+/** A deferred trigger makes every commit that inserted pets take a second: long enough to terminate the session in it. */
+const slowCommits = (url: string) =>
+  withDatabase(url, (db) => db.query(`
+    CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$;
+    CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON pets DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit();`));
+
+/** Terminates the session sleeping in slowCommits' trigger (`which`: a condition on pg_stat_activity), once it is there. */
+async function terminateSessionInCommit(url: string, which: string, reached: string): Promise<void> {
+  await withDatabase(url, async (db) => {
+    for (let i = 0; ; i += 1) {
+      const { rowCount } = await db.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND ${which} AND wait_event = 'PgSleep'`);
+      if (rowCount) break;
+      assert.ok(i < 200, reached);
+      await sleep(10);
+    }
+  });
+}
 
 async function withDatabase<T>(url: string, work: (db: pg.Client) => Promise<T>): Promise<T> {
   const db = new pg.Client({ connectionString: url });
