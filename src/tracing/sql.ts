@@ -78,7 +78,7 @@ export function tracedSql(tracer: Tracer, sql: Sql, system: 'sqlite' | 'postgres
 /** The database with every statement traced: its own, its hot reads, its named writes, and its transactions'. */
 export function tracedDatabase<D extends SqlDatabase>(tracer: Tracer, db: D, system: 'sqlite' | 'postgresql'): D {
   const span = spanner(tracer, system);
-  const traced: Pick<SqlDatabase, keyof Sql | 'read' | 'readArrays' | 'transaction'> & { prepared?: unknown; preparedWrite?: unknown } = {
+  const traced: Pick<SqlDatabase, keyof Sql | 'read' | 'readArrays' | 'transaction'> & { preparedWrite?: unknown } = {
     ...statements(span, db),
     read: <R>(name: string, text: string, params: readonly unknown[]) => span(text, () => db.read<R>(name, text, params)),
     readArrays: (name: string, text: string, params: readonly unknown[]) => span(text, () => db.readArrays(name, text, params)),
@@ -86,12 +86,9 @@ export function tracedDatabase<D extends SqlDatabase>(tracer: Tracer, db: D, sys
     // already times its batch's transaction; a sampled create would pay one more span for it).
     transaction: <T>(work: (tx: Transaction) => Promise<T>) => db.transaction((tx) => work(transactionStatements(span, tx))),
   };
-  // PostgreSQL's named statements (prepared, preparedWrite): the driver's own, so looked up by name.
-  type Named = (name: string, text: string, values: readonly unknown[]) => Promise<unknown[]>;
-  for (const member of ['prepared', 'preparedWrite'] as const) {
-    const named = (db as { [K in typeof member]?: Named })[member];
-    if (named) traced[member] = (name: string, text: string, values: readonly unknown[]) => span(text, () => named.call(db, name, text, values));
-  }
+  // PostgreSQL's named writes: the driver's own member, not SqlDatabase's.
+  const preparedWrite = (db as { preparedWrite?: (name: string, text: string, values: readonly unknown[]) => Promise<unknown[]> }).preparedWrite;
+  if (preparedWrite) traced.preparedWrite = (name: string, text: string, values: readonly unknown[]) => span(text, () => preparedWrite.call(db, name, text, values));
   // The driver's other members (its connection or pool, the statement cache) as they are.
   return Object.assign(Object.create(Object.getPrototypeOf(db) as object) as object, db, traced) as D;
 }

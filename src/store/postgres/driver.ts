@@ -86,10 +86,8 @@ export interface PostgresDatabase extends SqlDatabase {
   readonly dialect: 'postgres';
   readonly url: string;
   readonly pool: pg.Pool;
-  /** A named statement through the pool (hot writes). */
-  prepared<R extends QueryResultRow>(name: string, text: string, values: readonly unknown[]): Promise<R[]>;
   /**
-   * A write that is a transaction of its own (autocommit), as a named prepared statement: a
+   * A hot write that is a transaction of its own (autocommit), as a named prepared statement: a
    * connection lost once it has left leaves its outcome unknown (CommitOutcomeUnknownError).
    */
   preparedWrite<R extends QueryResultRow>(name: string, text: string, values: readonly unknown[]): Promise<R[]>;
@@ -171,7 +169,6 @@ export function openPostgres(url: string, options: PostgresOptions): PostgresDat
     get: (sql, params) => guard(() => direct.get(sql, params)),
     run: (sql, params) => guard(() => direct.run(sql, params)),
     transaction: (work) => guard(() => inTransaction(pool, work)),
-    prepared,
     preparedWrite,
     read: async <R>(name: string, text: string, values: readonly unknown[]) =>
       (pipeline ? await guard(() => pipeline.query(name, dollars(text), values as unknown[])) : await prepared(name, text, values)) as R[],

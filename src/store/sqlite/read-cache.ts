@@ -51,6 +51,7 @@ export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIM
   let cleared = 0;
   /** The account's last local change (a commit that added, changed or deleted its pets). */
   const generations = new Map<string, number>();
+  const current = (accountId: string) => generations.get(accountId) ?? cleared;
   /** The account's counters, valid while its generation is the one they were read at. */
   const inventories = new Map<string, { counts: Inventory; generation: number }>();
 
@@ -79,13 +80,11 @@ export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIM
       generations.set(accountId, ++counter);
     },
 
-    generation(accountId: string): number {
-      return generations.get(accountId) ?? cleared;
-    },
+    generation: current,
 
     getPage(accountId: string, filter: PageFilter, afterId: number, limit: number): readonly Pet[] | undefined {
       const entry = pages.get(pageKey(accountId, filter, afterId, limit));
-      return entry && entry.generation === (generations.get(accountId) ?? cleared) ? entry.rows : undefined;
+      return entry && entry.generation === current(accountId) ? entry.rows : undefined;
     },
 
     /** `generation` must be read before the query ran, so a commit in between leaves the entry stale. */
@@ -106,13 +105,13 @@ export function createReadCache(limits: ReadCacheLimits = DEFAULT_READ_CACHE_LIM
      */
     setPet(accountId: string, pet: Pet, generation: number): Pet {
       const frozen = freezePet(pet);
-      if (generation === (generations.get(accountId) ?? cleared)) setBounded(pets, petKey(accountId, pet.id), frozen, limits.pets);
+      if (generation === current(accountId)) setBounded(pets, petKey(accountId, pet.id), frozen, limits.pets);
       return frozen;
     },
 
     getInventory(accountId: string): Inventory | undefined {
       const entry = inventories.get(accountId);
-      return entry && entry.generation === (generations.get(accountId) ?? cleared) ? entry.counts : undefined;
+      return entry && entry.generation === current(accountId) ? entry.counts : undefined;
     },
 
     /** As setPage: `generation` read before the query. Every change of a pet bumps it. */
