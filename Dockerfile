@@ -25,7 +25,7 @@ RUN --mount=type=secret,id=npm_ca \
  && npm cache clean --force
 COPY tsconfig.json tsconfig.build.json ./
 COPY bin bin
-COPY scripts/build-portal.mjs scripts/
+COPY scripts/build-portal.mjs scripts/bundle.mjs scripts/
 COPY src src
 COPY client client
 # Then production dependencies only; of better-sqlite3 only its compiled module and its JS.

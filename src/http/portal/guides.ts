@@ -4,13 +4,14 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { OpenApiDocument } from './document.js';
+import { packageRoot } from '../../package-root.js';
 import { errorsTable } from './errors-page.js';
 import { keysMain } from './keys-page.js';
 import { markdown } from './markdown.js';
 import { webhooksMain } from './webhooks-page.js';
 
 /** Markdown prose of the guide pages (read from the source tree, also when running dist/). */
-export const PAGES_DIR = fileURLToPath(new URL('src/http/portal/pages/', new URL('../../../', import.meta.url)));
+export const PAGES_DIR = fileURLToPath(new URL('src/http/portal/pages/', packageRoot()));
 
 export const readPage = (name: string): string => readFileSync(path.join(PAGES_DIR, name), 'utf8');
 

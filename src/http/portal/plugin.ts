@@ -14,11 +14,11 @@ import { referenceMain } from './reference-page.js';
 import { ASSETS_PREFIX, DOCS_PATH, renderPage } from './layout.js';
 import { markdown } from './markdown.js';
 import type { OpenApiDocument } from './document.js';
+import { packageRoot } from '../../package-root.js';
 
-const ROOT = new URL('../../../', import.meta.url);
 export { PAGES_DIR } from './guides.js';
 /** Built by scripts/build-portal.mjs (`npm run build`): Swagger UI and ./assets, with .br and .gz copies. */
-export const ASSETS_DIR = fileURLToPath(new URL('dist/portal/assets/', ROOT));
+export const ASSETS_DIR = fileURLToPath(new URL('dist/portal/assets/', packageRoot()));
 
 /**
  * Only this origin, for everything. Images may also be data: URIs (Swagger UI's stylesheet
