@@ -3,7 +3,9 @@
 // The log destination is asynchronous (src/logger.ts), so lines queued at the signal must be
 // flushed before the process exits.
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { after, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { sqliteBackend, type BackendDatabase } from './helpers/backends.js';
 import { type ServerProcess, startServerProcess } from './helpers/process.js';
 
@@ -43,7 +45,7 @@ test("when a server at info is SIGTERM'd right after a burst of requests, then e
 /** Runs `body` (a module's text, with createLogger and createLogDestination imported) in a child process; its stdout. */
 async function runLoggerScript(body: string): Promise<{ code: number | null; stdout: string }> {
   const { spawn } = await import('node:child_process');
-  const script = `import { createLogger, createLogDestination } from ${JSON.stringify(new URL('../src/logger.ts', import.meta.url).href)};\n${body}`;
+  const script = `import { createLogger, createLogDestination } from ${JSON.stringify(pathToFileURL(path.resolve('src/logger.ts')).href)};\n${body}`;
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   let stdout = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
