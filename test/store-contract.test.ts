@@ -581,6 +581,26 @@ for (const backend of backends) {
         assert.deepEqual(await setting(store.db, 'next'), { value: '4' });
       });
 
+      it('when a loop of statements is still running after a sibling statement failed, then none of its later statements is kept, alone or in the next transaction', async (t) => {
+        const store = await migratedStore(t, backend);
+        let loopEnded: Promise<unknown> = Promise.resolve();
+        await assert.rejects(
+          store.db.transaction((tx) => {
+            const loop = (async () => {
+              for (let i = 0; i < 20; i++) await tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', [`loop-${i}`, String(i)]);
+            })();
+            loopEnded = loop.catch((error: Error) => error);
+            const failing = tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['loop-0', 'taken']); // the loop's first key
+            return Promise.all([loop, failing]);
+          }),
+          (error: Error) => /duplicate key|UNIQUE constraint/.test(error.message),
+        );
+        await store.db.transaction((tx) => tx.run('INSERT INTO settings (key, value) VALUES (?, ?)', ['next', '1']));
+        assert.match(String(await loopEnded), /statement was issued after its transaction ended|current transaction is aborted/);
+        const kept = await store.db.all<{ key: string }>("SELECT key FROM settings WHERE key LIKE 'loop-%'");
+        assert.deepEqual(kept, []);
+      });
+
       // SQLite runs each statement as it is issued: one issued later is simply run.
       const late = backend.name === 'postgres' ? 'refused' : 'kept';
       it(`when the work says its last statements are issued, then they are kept, and a statement issued after them is ${late}`, async (t) => {

@@ -33,3 +33,14 @@ export class CommitOutcomeUnknownError extends StoreUnavailableError {
 export class StoreConflictError extends StoreError {
   override name = 'StoreConflictError';
 }
+
+/**
+ * A statement issued on a transaction whose work had already settled (committed or rolled back):
+ * refused, so that it neither runs alone nor joins the next transaction on the connection.
+ */
+export class TransactionEndedError extends StoreError {
+  override name = 'TransactionEndedError';
+  constructor() {
+    super('a statement was issued after its transaction ended');
+  }
+}

@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { StoreUnavailableError } from '../errors.js';
-import type { Params, Sql, SqlDatabase, Transaction } from '../core/sql.js';
+import { StoreUnavailableError, TransactionEndedError } from '../errors.js';
+import type { Params, SqlDatabase, Transaction } from '../core/sql.js';
 import { hooks as tracing } from '../../tracing/switch.js';
 
 // Failures that mean "the database cannot serve now" (locked past the busy timeout, disk full or
@@ -73,14 +73,32 @@ export function openSqlite(url: string): SqliteDatabase {
     return s;
   };
   const bind = (params: Params | undefined): unknown[] => (params === undefined ? [] : Array.isArray(params) ? params : [params]);
-  const direct: Sql = {
-    all: async <R>(sql: string, params?: Params) => statement<unknown[], R>(sql).all(...bind(params)),
-    get: async <R>(sql: string, params?: Params) => statement<unknown[], R>(sql).get(...bind(params)),
-    run: async (sql: string, params?: Params) => statement<unknown[], never>(sql).run(...bind(params)).changes,
-  };
 
-  // Each statement has run by the time it is issued: nothing to send with the COMMIT.
-  const transactional: Transaction = { ...direct, lastStatementsIssued: () => {} };
+  /**
+   * A transaction's statements (each has run by the time it is issued: nothing to send with the
+   * COMMIT). Once the work has settled they are refused: a loop of the work still running after
+   * a sibling statement failed would otherwise write after the ROLLBACK, each row committed alone.
+   */
+  const transactionalSql = (isOpen: () => boolean): Transaction => {
+    const open = () => {
+      if (!isOpen()) throw new TransactionEndedError();
+    };
+    return {
+      all: async <R>(sql: string, params?: Params) => {
+        open();
+        return statement<unknown[], R>(sql).all(...bind(params));
+      },
+      get: async <R>(sql: string, params?: Params) => {
+        open();
+        return statement<unknown[], R>(sql).get(...bind(params));
+      },
+      run: async (sql: string, params?: Params) => {
+        open();
+        return statement<unknown[], never>(sql).run(...bind(params)).changes;
+      },
+      lastStatementsIssued: () => {},
+    };
+  };
 
   // The open transaction, if any: other statements wait for it to end. Whoever waited checks
   // again in the same step it goes on in (`while`, not `if`): a transaction begun by another
@@ -100,13 +118,16 @@ export function openSqlite(url: string): SqliteDatabase {
     while (busy) await busy;
     let release!: () => void;
     busy = new Promise((resolve) => (release = resolve));
+    let open = true;
     try {
       statement('BEGIN IMMEDIATE').run();
       try {
-        const result = await work(transactional);
+        const result = await work(transactionalSql(() => open));
+        open = false;
         statement('COMMIT').run();
         return result;
       } catch (error) {
+        open = false;
         // Some errors (SQLITE_FULL, SQLITE_IOERR…) have rolled the transaction back already.
         if (db.inTransaction) statement('ROLLBACK').run();
         throw error;
