@@ -5,6 +5,7 @@
 // committed meanwhile, none skipped or repeated. ~15 s.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { createAccountWithKey, freePort, httpRequest, type ServerProcess, startServerProcess } from './helpers/process.js';
-import { type Receiver, startReceiver } from './helpers/receiver.js';
+import { eventually, type Receiver, startReceiver } from './helpers/receiver.js';
 
 const BIN = path.resolve('bin/petstore.js');
 
@@ -89,5 +90,59 @@ describe('petstore listen --forward-to', () => {
       await new Promise((resolve) => child.once('exit', resolve));
     }
     assert.equal(child.exitCode, 0, out);
+  });
+
+  /** `petstore listen` with its output gathered; `stop` sends SIGINT and waits for the exit. */
+  function startListen(key: string, forwardTo: string): { output: () => string; stop: () => Promise<number | null> } {
+    const child = spawn(process.execPath, [BIN, 'listen', '--api-key', key, '--base-url', `${server.url}/v1`, '--forward-to', forwardTo], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    return {
+      output: () => out,
+      stop: async () => {
+        child.kill('SIGINT');
+        if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
+        return child.exitCode;
+      },
+    };
+  }
+
+  test('when the receiver answers with a redirect, then it is not followed (a failure, as in a real delivery) and the event goes nowhere else', async () => {
+    const { key } = await createAccountWithKey(env);
+    const redirecting = await startReceiver(() => ({ status: 308, headers: { location: '/elsewhere' } }));
+    const listener = startListen(key, `${redirecting.url}/webhooks`);
+    try {
+      await eventually(async () => (listener.output().includes('Ready:') ? true : undefined), 10_000, 'the stream to open');
+      assert.equal((await httpRequest(server.url, 'POST', '/v1/pets', { key, body: { name: 'Moved', categoryId: 1 } })).status, 201);
+      await eventually(async () => (/--> 308 \(a redirect: not followed/.test(listener.output()) ? true : undefined), 10_000, 'the 308 to be printed');
+      await sleep(300);
+      assert.deepEqual(redirecting.received.map((r) => r.path), [new URL(`${redirecting.url}/webhooks`).pathname], 'one POST, never one to the Location');
+    } finally {
+      assert.equal(await listener.stop(), 0, listener.output());
+      await redirecting.close();
+    }
+  });
+
+  test('when the key has its 5 streams open, then listen waits the 429\'s Retry-After (5 s) before trying again, and connects once one closes', async () => {
+    const { key } = await createAccountWithKey(env);
+    const open: http.ClientRequest[] = [];
+    for (let i = 0; i < 5; i++) {
+      const request = http.get(`${server.url}/v1/events/stream`, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' } });
+      const response = await new Promise<http.IncomingMessage>((resolve) => request.once('response', resolve));
+      assert.equal(response.statusCode, 200);
+      open.push(request);
+    }
+    const listener = startListen(key, `${receiver.url}/webhooks`);
+    try {
+      await eventually(async () => (listener.output().includes('connection lost') ? true : undefined), 10_000, 'the first 429');
+      await sleep(2_500); // backoff alone would have tried again at 250, 750 and 1 750 ms
+      assert.equal(listener.output().match(/connection lost/g)?.length, 1, listener.output());
+      open.pop()!.destroy();
+      await eventually(async () => (listener.output().includes('Ready:') ? true : undefined), 10_000, 'the stream to open once one closed');
+    } finally {
+      for (const request of open) request.destroy();
+      assert.equal(await listener.stop(), 0, listener.output());
+    }
   });
 });

@@ -2,6 +2,7 @@
 // each event to a local URL, signed exactly as a real delivery (the service's own signing and
 // headers), printing one line per event. A lost connection is reopened after the last event
 // forwarded, so nothing is skipped; an event is forwarded once, whatever the receiver answers.
+// As a real delivery, a redirect is not followed: it is the receiver's answer (a failure).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sseParser } from '../http/sse-frames.js';
 import { EVENT_TYPES } from '../schemas/events.js';
@@ -23,6 +24,22 @@ export interface ListenOptions {
 
 export class ListenError extends CommandError {}
 
+/** A refusal worth retrying (429, 5xx), after the server's Retry-After when it gave one. */
+class RetryLater extends Error {
+  constructor(
+    status: number,
+    readonly waitMs: number,
+  ) {
+    super(`HTTP ${status}`);
+  }
+}
+
+/** Retry-After's delay-seconds (what the server sends) in ms, capped at a minute; 0 without one. */
+function retryAfterMs(res: Response): number {
+  const seconds = Number(res.headers.get('retry-after'));
+  return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, 60) * 1000 : 0;
+}
+
 const RECONNECT_MAX_MS = 5_000;
 const FORWARD_TIMEOUT_MS = 15_000;
 
@@ -43,9 +60,9 @@ async function forward(url: string, secret: string, body: string, signal: AbortS
   const timeout = AbortSignal.timeout(FORWARD_TIMEOUT_MS);
   let outcome: string;
   try {
-    const res = await fetch(url, { method: 'POST', headers, body, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+    const res = await fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
     await res.arrayBuffer().catch(() => undefined);
-    outcome = `${res.status}`;
+    outcome = res.status >= 300 && res.status < 400 ? `${res.status} (a redirect: not followed, a failure as in a real delivery)` : `${res.status}`;
   } catch (err) {
     if (signal?.aborted) throw err;
     outcome = `failed (${(err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name})`;
@@ -63,6 +80,7 @@ export async function listen(options: ListenOptions): Promise<void> {
   let after = options.after;
   let failures = 0;
   while (!signal?.aborted) {
+    let waitMs = 0;
     try {
       const url = new URL(`${options.baseUrl.replace(/\/$/, '')}/events/stream`);
       if (options.events) url.searchParams.set('type', options.events);
@@ -72,7 +90,7 @@ export async function listen(options: ListenOptions): Promise<void> {
         const text = await res.text();
         // A refused key or query will not change by retrying; a limit or an outage will.
         if (res.status !== 429 && res.status < 500) throw new ListenError(`The server refused the stream (${res.status}): ${text}`);
-        throw new Error(`HTTP ${res.status}`);
+        throw new RetryLater(res.status, retryAfterMs(res));
       }
       if (failures > 0) out(`${new Date().toISOString()}  reconnected after event ${after ?? 'none'}`);
       failures = 0;
@@ -92,9 +110,11 @@ export async function listen(options: ListenOptions): Promise<void> {
     } catch (err) {
       if (signal?.aborted) return;
       if (err instanceof ListenError) throw err;
+      if (err instanceof RetryLater) waitMs = err.waitMs;
     }
     if (signal?.aborted) return;
     out(`${new Date().toISOString()}  connection lost; reconnecting after event ${after ?? 'none'}`);
-    await sleep(Math.min(RECONNECT_MAX_MS, 250 * 2 ** failures++), undefined, signal ? { signal } : {}).catch(() => undefined);
+    const backoff = Math.min(RECONNECT_MAX_MS, 250 * 2 ** failures++);
+    await sleep(Math.max(backoff, waitMs), undefined, signal ? { signal } : {}).catch(() => undefined);
   }
 }
