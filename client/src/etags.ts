@@ -18,8 +18,17 @@ export function etagOf(value: object): string | undefined {
   return tags.get(value);
 }
 
-/** The headers of a conditional change; such a call is not repeated after a network error (a repeat of a change that applied would fail with 412). */
-export function conditional({ ifMatch, ifNoneMatch }: { ifMatch?: string | undefined; ifNoneMatch?: string | undefined }) {
+/**
+ * The headers of a conditional change; such a call is not repeated after a network error (a repeat of a change that applied would fail with 412).
+ * `ifMatch: undefined` given on purpose (`etagOf` of a list item, say) throws: sent without it, the change would apply unconditionally.
+ */
+export function conditional(options: { ifMatch?: string | undefined; ifNoneMatch?: string | undefined }) {
+  for (const name of ['ifMatch', 'ifNoneMatch'] as const) {
+    if (name in options && options[name] === undefined) {
+      throw new TypeError(`${name} is undefined: no ETag is known for this object (etagOf knows the objects create, get, update and put returned, not list items). Get the object first, or leave ${name} out to change it unconditionally.`);
+    }
+  }
+  const { ifMatch, ifNoneMatch } = options;
   if (ifMatch === undefined && ifNoneMatch === undefined) return {};
   const headers: Record<string, string> = {};
   if (ifMatch !== undefined) headers['if-match'] = ifMatch;

@@ -59,6 +59,24 @@ for (const backend of backends) {
       assert.deepEqual(star, { id: rexx.id, name: 'Rex', categoryId: 1 }, 'status: null removes the status');
     });
 
+    test('when ifMatch is given as undefined (etagOf of a list item), then the call throws a TypeError and sends nothing, rather than change the pet unconditionally', async () => {
+      const { petstore, attempts, pet } = await client();
+      const rexx = await pet();
+      const [listed] = (await petstore.pets.list()).data;
+      assert.equal(etagOf(listed!), undefined);
+      attempts.length = 0;
+      for (const call of [
+        () => petstore.pets.update(rexx.id, { status: 'sold' }, { ifMatch: etagOf(listed!) }),
+        () => petstore.pets.delete(rexx.id, { ifMatch: etagOf(listed!) }),
+        () => petstore.categories.put(1, 'Dogs', { ifNoneMatch: undefined }),
+        () => petstore.categories.delete(1, { ifMatch: undefined }),
+      ]) {
+        await assert.rejects(call(), (err: Error) => err instanceof TypeError && /no ETag is known for this object/.test(err.message));
+      }
+      assert.equal(attempts.length, 0, 'nothing was sent');
+      assert.deepEqual(await petstore.pets.get(rexx.id), rexx, 'the pet is unchanged');
+    });
+
     test('when a conditional update loses its answer, then it is not repeated (a repeat would answer 412); an unconditional one is, and applies once', async () => {
       const lose = loseAnswer();
       const { petstore, attempts, pet } = await client({ maxRetries: 2, onAnswer: lose.onAnswer });

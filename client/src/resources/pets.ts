@@ -18,7 +18,8 @@ export interface ConditionalOptions {
    * Apply the change only if the pet's current ETag is this one (`etagOf(pet)`), or `'*'` for
    * any existing pet; otherwise the call fails with 412 `precondition_failed` and nothing changes.
    * A conditional call is not repeated after a network error or timeout (a repeat of a change
-   * that did apply would fail with 412): read the pet again and decide.
+   * that did apply would fail with 412): read the pet again and decide. Given as `undefined`
+   * (`etagOf` of a list item, which has no ETag) the call throws a TypeError and sends nothing.
    */
   ifMatch?: string | undefined;
 }
