@@ -29,7 +29,7 @@ async function walk(app: TestApp, key: string, first: string): Promise<{ pets: P
 
 for (const backend of backends) {
   describe(`pets over HTTP (${backend.name})`, () => {
-    test('when a pet is created, then 201 returns it with a positive id and GET returns the same pet', async (t) => {
+    test('when a pet is created, then 201 returns it with a positive id and its Location (with or without an Idempotency-Key, replayed too), and GET there returns the same pet', async (t) => {
       const app = await startApp(t, { backend });
       const { key } = await app.createAccount();
       const created = await app.request('POST', '/v1/pets', { key, body: { name: 'Rex', categoryId: 7, status: 'available' } });
@@ -37,7 +37,14 @@ for (const backend of backends) {
       const pet = created.body as Pet;
       assert.ok(Number.isInteger(pet.id) && pet.id >= 1);
       assert.deepEqual(pet, { id: pet.id, name: 'Rex', categoryId: 7, status: 'available' });
-      const fetched = await app.request('GET', `/v1/pets/${pet.id}`, { key });
+      assert.equal(created.headers.get('location'), `/v1/pets/${pet.id}`);
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const keyed = await app.request('POST', '/v1/pets', { key, body: { name: 'Keyed', categoryId: 7 }, headers: { 'idempotency-key': 'location-test' } });
+        assert.equal(keyed.status, 201);
+        assert.equal(keyed.headers.get('idempotent-replayed'), attempt === 0 ? null : 'true');
+        assert.equal(keyed.headers.get('location'), `/v1/pets/${(keyed.body as Pet).id}`);
+      }
+      const fetched = await app.request('GET', created.headers.get('location')!, { key });
       assert.equal(fetched.status, 200);
       assert.deepEqual(fetched.body, pet);
       assert.match(fetched.headers.get('content-type') ?? '', /^application\/json/);

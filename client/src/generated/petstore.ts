@@ -1350,6 +1350,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left: `"default";r=<requests remaining>;t=<seconds until the quota is full again>`. */
                     RateLimit?: string;
+                    /** @description The new animal: `/v1/pets/{petId}`, where `updatePet` and `deletePet` act on it. */
+                    Location?: string;
                     /** @description `true` when this is a replay of an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: string;
                     /** @description Strong entity-tag of the pet as sent: it changes whenever the pet changes. Send it in `If-Match` to change the pet only if nobody else has. */

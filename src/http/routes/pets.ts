@@ -153,7 +153,12 @@ function createPet(app: App, services: Services): void {
           201: success(
             'Animal added (or, with a reused Idempotency-Key, the first response replayed: the pet as it is now). The body includes the assigned `id`.',
             ref(Pet),
-            { ...rateLimitHeaders, ...idempotentReplayedHeader, ...etagHeader },
+            {
+              ...rateLimitHeaders,
+              Location: { type: 'string', description: 'The new animal: `/v1/pets/{petId}`, where `updatePet` and `deletePet` act on it.' },
+              ...idempotentReplayedHeader,
+              ...etagHeader,
+            },
           ),
           409: errorResponse('A request with the same Idempotency-Key is still running (`idempotency_key_in_use`). Retry after `Retry-After` seconds.', {
             ...rateLimitHeaders,
@@ -175,11 +180,11 @@ function createPet(app: App, services: Services): void {
       const header = request.headers['idempotency-key'];
       if (header === undefined) {
         const pet = await services.pets.create(accountId(request), request.body);
-        return reply.status(201).header('etag', petEtag(pet)).send(pet);
+        return reply.status(201).header('location', `/v1/pets/${pet.id}`).header('etag', petEtag(pet)).send(pet);
       }
       const { pet, replayed } = await services.pets.createIdempotent(accountId(request), request.body, idempotencyKeyValue(header));
       if (replayed) reply.header('idempotent-replayed', 'true');
-      return reply.status(201).header('etag', petEtag(pet)).send(pet);
+      return reply.status(201).header('location', `/v1/pets/${pet.id}`).header('etag', petEtag(pet)).send(pet);
     },
   );
 }
