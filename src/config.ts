@@ -107,7 +107,7 @@ export const ConfigSchema = Type.Object({
   PETSTORE_SHUTDOWN_TIMEOUT_MS: int(0, 600_000, 10_000, 'On SIGTERM/SIGINT: time allowed for requests in flight before exit'),
   PETSTORE_SHUTDOWN_DELAY_MS: int(0, 600_000, 0, 'On SIGTERM/SIGINT: first keep serving with `/readyz` answering 503 for this long, so a load balancer takes the instance out (see [docs/scaling.md](docs/scaling.md))'),
   PETSTORE_EVENTS: flag(true, 'Write the event log (and webhook deliveries) with every change; `false` writes neither'),
-  PETSTORE_EVENT_RETENTION_DAYS: int(1, 3650, 30, 'Days events are kept (`GET /v1/events`), 1 to 3650'),
+  PETSTORE_EVENT_RETENTION_DAYS: int(1, 3650, 30, 'Days events are kept (`GET /v1/events`), 1 to 3650; more than the retry schedule\'s last attempt (with its jitter), whose deliveries go with their events'),
   PETSTORE_EVENT_STREAM_HEARTBEAT_MS: int(100, 600_000, 15_000, 'An open `GET /v1/events/stream` gets a comment line when it has been sent nothing for this long (keeps proxies from cutting it)'),
   PETSTORE_EVENT_STREAM_BUFFER_BYTES: int(1024, 64 * 1024 * 1024, 1024 * 1024, 'A stream whose unsent bytes reach this and do not drain within 5 s is disconnected (a consumer that stopped reading; it resumes by id)'),
   PETSTORE_WEBHOOK_WORKER: flag(true, 'Run the webhook delivery worker in this process (`serve` or `worker`); `false` leaves deliveries to other processes sharing the database'),
@@ -274,8 +274,23 @@ function withDerivedDefaults(env: Env): Env {
   };
 }
 
+/**
+ * Pruning takes an event's deliveries with it, pending or not: events must outlive the last
+ * attempt of the retry schedule (its delays summed, with their +20 % jitter).
+ */
+function checkRetentionCoversRetries(retentionDays: number, schedule: readonly number[]): void {
+  const lastAttemptDays = (1.2 * schedule.reduce((sum, delay) => sum + delay, 0)) / 86_400;
+  if (retentionDays > lastAttemptDays) return;
+  throw new ConfigError(
+    `PETSTORE_EVENT_RETENTION_DAYS=${retentionDays} is too short for PETSTORE_WEBHOOK_RETRY_SCHEDULE, whose last attempt may come ` +
+      `${lastAttemptDays.toFixed(1)} days after its event: a delivery still being retried would be pruned with it. ` +
+      `Keep events at least ${Math.floor(lastAttemptDays) + 1} days, or shorten the schedule.`,
+  );
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const v = readEnv(ConfigSchema, withDerivedDefaults(env));
+  checkRetentionCoversRetries(v.PETSTORE_EVENT_RETENTION_DAYS, v.PETSTORE_WEBHOOK_RETRY_SCHEDULE);
   return {
     environment: v.PETSTORE_ENV,
     http: {

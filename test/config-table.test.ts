@@ -41,11 +41,24 @@ describe('configuration errors', () => {
     [{ PETSTORE_EXAMPLE_API_URL: 'http://localhost:8080/v1' }, 'PETSTORE_EXAMPLE_API_URL must end in /example/v1 (the version segment), got "http://localhost:8080/v1"'],
     [{ PETSTORE_WEBHOOK_RETRY_SCHEDULE: '0,,5' }, 'PETSTORE_WEBHOOK_RETRY_SCHEDULE must be a comma-separated list of 1 to 50 delays in seconds (0 to 604800 each), got "0,,5"'],
     [{ PETSTORE_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.1/33' }, 'PETSTORE_WEBHOOK_ALLOWED_NETWORKS: "127.0.0.1/33" has an invalid prefix length; an IPv4 prefix is 0 to 32'],
+    [
+      { PETSTORE_EVENT_RETENTION_DAYS: '3' }, // the default schedule's attempts span 3.2 days, 3.8 with jitter
+      'PETSTORE_EVENT_RETENTION_DAYS=3 is too short for PETSTORE_WEBHOOK_RETRY_SCHEDULE, whose last attempt may come 3.8 days after its event: a delivery still being retried would be pruned with it. Keep events at least 4 days, or shorten the schedule.',
+    ],
+    [
+      { PETSTORE_EVENT_RETENTION_DAYS: '7', PETSTORE_WEBHOOK_RETRY_SCHEDULE: '604800' },
+      'PETSTORE_EVENT_RETENTION_DAYS=7 is too short for PETSTORE_WEBHOOK_RETRY_SCHEDULE, whose last attempt may come 8.4 days after its event: a delivery still being retried would be pruned with it. Keep events at least 9 days, or shorten the schedule.',
+    ],
   ] as const) {
     test(`when ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}, then loading fails naming the variable`, () => {
       assert.throws(() => loadConfig(env), (error: Error) => error.name === 'ConfigError' && error.message === message);
     });
   }
+
+  test('when events are kept longer than the retry schedule lasts, then the configuration loads (1 day with a schedule of hours)', () => {
+    assert.equal(loadConfig({ PETSTORE_EVENT_RETENTION_DAYS: '4' }).events.retentionDays, 4);
+    assert.equal(loadConfig({ PETSTORE_EVENT_RETENTION_DAYS: '1', PETSTORE_WEBHOOK_RETRY_SCHEDULE: '0,60,3600' }).events.retentionDays, 1);
+  });
 
   test('when values are given, then they arrive typed in their slices, final (networks parsed, URLs without a trailing slash)', () => {
     const config = loadConfig({
