@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sseParser } from '../http/sse-frames.js';
 import { EVENT_TYPES } from '../schemas/events.js';
 import { CommandError } from './usage.js';
-import { USER_AGENT } from '../webhooks/sender.js';
+import { parseRetryAfter, USER_AGENT } from '../webhooks/sender.js';
 import { deliveryHeaders, newWebhookSecret } from '../webhooks/signing.js';
 
 export interface ListenOptions {
@@ -34,11 +34,8 @@ class RetryLater extends Error {
   }
 }
 
-/** Retry-After's delay-seconds (what the server sends) in ms, capped at a minute; 0 without one. */
-function retryAfterMs(res: Response): number {
-  const seconds = Number(res.headers.get('retry-after'));
-  return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, 60) * 1000 : 0;
-}
+/** The refusal's Retry-After in ms, capped at a minute; 0 without one. */
+const retryAfterMs = (res: Response): number => Math.min(parseRetryAfter(res.headers.get('retry-after') ?? undefined, Date.now()) ?? 0, 60_000);
 
 const RECONNECT_MAX_MS = 5_000;
 const FORWARD_TIMEOUT_MS = 15_000;

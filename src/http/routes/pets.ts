@@ -135,6 +135,9 @@ function listPets(app: App, services: Services, { pages: pageWire }: PetWire): v
   );
 }
 
+/** createPet's 201: the pet, where it lives and its ETag. */
+const sendCreated = (reply: FastifyReply, pet: Pet) => reply.status(201).header('location', `/v1/pets/${pet.id}`).header('etag', petEtag(pet)).send(pet);
+
 function createPet(app: App, services: Services): void {
   app.post(
     '/v1/pets',
@@ -178,13 +181,10 @@ function createPet(app: App, services: Services): void {
     },
     async (request, reply) => {
       const header = request.headers['idempotency-key'];
-      if (header === undefined) {
-        const pet = await services.pets.create(accountId(request), request.body);
-        return reply.status(201).header('location', `/v1/pets/${pet.id}`).header('etag', petEtag(pet)).send(pet);
-      }
+      if (header === undefined) return sendCreated(reply, await services.pets.create(accountId(request), request.body));
       const { pet, replayed } = await services.pets.createIdempotent(accountId(request), request.body, idempotencyKeyValue(header));
       if (replayed) reply.header('idempotent-replayed', 'true');
-      return reply.status(201).header('location', `/v1/pets/${pet.id}`).header('etag', petEtag(pet)).send(pet);
+      return sendCreated(reply, pet);
     },
   );
 }

@@ -2,6 +2,7 @@
 // that a service opens and passes to each repository it touches. Parameters are `?` on both
 // backends (the PostgreSQL driver numbers them); what the SQL itself must say differently is
 // named in dialect.ts, and what only one backend can do lives in that backend's files.
+import { TransactionEndedError } from '../errors.js';
 
 /** Positional (`?`) or, on SQLite, named (`@name`) parameters. */
 export type Params = readonly unknown[] | Readonly<Record<string, unknown>>;
@@ -23,6 +24,28 @@ export interface Transaction extends Sql {
    * a statement issued after it. SQLite, whose statements have run when issued, ignores it.
    */
   lastStatementsIssued(): void;
+}
+
+const ended = <R>(): Promise<R> => Promise.reject(new TransactionEndedError());
+
+/**
+ * Runs `work` on `tx`, whose statements are refused once the work has settled: a part of it still
+ * running after a sibling statement failed (a loop, say) would otherwise write after the
+ * ROLLBACK: alone on SQLite, on a pooled connection in someone else's hands on PostgreSQL.
+ */
+export async function sealedWork<T>(tx: Transaction, work: (tx: Transaction) => Promise<T>): Promise<T> {
+  let open = true;
+  const sealed: Transaction = {
+    all: <R>(sql: string, params?: Params) => (open ? tx.all<R>(sql, params) : ended<R[]>()),
+    get: <R>(sql: string, params?: Params) => (open ? tx.get<R>(sql, params) : ended<R | undefined>()),
+    run: (sql: string, params?: Params) => (open ? tx.run(sql, params) : ended<number>()),
+    lastStatementsIssued: () => tx.lastStatementsIssued(),
+  };
+  try {
+    return await work(sealed);
+  } finally {
+    open = false;
+  }
 }
 
 export interface SqlDatabase extends Sql {

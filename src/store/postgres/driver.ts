@@ -2,8 +2,8 @@
 // the hot reads (pipeline.ts). Connection failures surface as StoreUnavailableError (the HTTP
 // layer answers 503), and the pool replaces dead connections by itself once the server is back.
 import pg, { type CustomTypesConfig, type PoolClient, type QueryResultRow } from 'pg';
-import { CommitOutcomeUnknownError, StoreUnavailableError, TransactionEndedError } from '../errors.js';
-import type { Params, Sql, SqlDatabase, Transaction } from '../core/sql.js';
+import { CommitOutcomeUnknownError, StoreUnavailableError } from '../errors.js';
+import { type Params, type Sql, type SqlDatabase, sealedWork, type Transaction } from '../core/sql.js';
 import { createPipeline, type Pipeline } from './pipeline.js';
 import { hooks as tracing } from '../../tracing/switch.js';
 
@@ -232,15 +232,13 @@ function sendEarly(client: PoolClient, sql: string): Promise<pg.QueryResult> {
 /**
  * A transaction's statements on its client, each held to leave with those of the same tick.
  * `sendCommit` runs once, on lastStatementsIssued(); a statement issued after it is refused:
- * it would leave after the COMMIT, outside the transaction. So is one issued once the work has
- * settled (`isOpen`): after a ROLLBACK the client is back in the pool, in someone else's hands.
+ * it would leave after the COMMIT, outside the transaction.
  */
-function inTransactionOn(client: PoolClient, sendCommit: () => void, isOpen: () => boolean): Transaction {
+function inTransactionOn(client: PoolClient, sendCommit: () => void): Transaction {
   const sql = onClient(client);
   let last = false;
   const send = <T>(statement: () => Promise<T>): Promise<T> => {
     if (last) return Promise.reject(new Error('a statement was issued after lastStatementsIssued()'));
-    if (!isOpen()) return Promise.reject(new TransactionEndedError());
     corkTick(client);
     return statement();
   };
@@ -293,12 +291,11 @@ async function inTransaction<T>(pool: pg.Pool, work: (tx: Transaction) => Promis
   let broken = false;
   // Sent early by lastStatementsIssued(), with the work's last statements.
   let commit: Promise<pg.QueryResult> | undefined;
-  let open = true;
   try {
     let result: T;
     try {
       const begun = sendEarly(client, 'BEGIN');
-      result = await work(inTransactionOn(client, () => (commit = sendEarly(client, 'COMMIT')), () => open)).finally(() => (open = false));
+      result = await sealedWork(inTransactionOn(client, () => (commit = sendEarly(client, 'COMMIT'))), work);
       await begun;
     } catch (error) {
       broken = isConnectionError(error);

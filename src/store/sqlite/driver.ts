@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { StoreUnavailableError, TransactionEndedError } from '../errors.js';
-import type { Params, SqlDatabase, Transaction } from '../core/sql.js';
+import { StoreUnavailableError } from '../errors.js';
+import { type Params, type SqlDatabase, sealedWork, type Transaction } from '../core/sql.js';
 import { hooks as tracing } from '../../tracing/switch.js';
 
 // Failures that mean "the database cannot serve now" (locked past the busy timeout, disk full or
@@ -74,30 +74,12 @@ export function openSqlite(url: string): SqliteDatabase {
   };
   const bind = (params: Params | undefined): unknown[] => (params === undefined ? [] : Array.isArray(params) ? params : [params]);
 
-  /**
-   * A transaction's statements (each has run by the time it is issued: nothing to send with the
-   * COMMIT). Once the work has settled they are refused: a loop of the work still running after
-   * a sibling statement failed would otherwise write after the ROLLBACK, each row committed alone.
-   */
-  const transactionalSql = (isOpen: () => boolean): Transaction => {
-    const open = () => {
-      if (!isOpen()) throw new TransactionEndedError();
-    };
-    return {
-      all: async <R>(sql: string, params?: Params) => {
-        open();
-        return statement<unknown[], R>(sql).all(...bind(params));
-      },
-      get: async <R>(sql: string, params?: Params) => {
-        open();
-        return statement<unknown[], R>(sql).get(...bind(params));
-      },
-      run: async (sql: string, params?: Params) => {
-        open();
-        return statement<unknown[], never>(sql).run(...bind(params)).changes;
-      },
-      lastStatementsIssued: () => {},
-    };
+  // Each statement has run by the time it is issued: nothing to send with the COMMIT.
+  const transactional: Transaction = {
+    all: async <R>(sql: string, params?: Params) => statement<unknown[], R>(sql).all(...bind(params)),
+    get: async <R>(sql: string, params?: Params) => statement<unknown[], R>(sql).get(...bind(params)),
+    run: async (sql: string, params?: Params) => statement<unknown[], never>(sql).run(...bind(params)).changes,
+    lastStatementsIssued: () => {},
   };
 
   // The open transaction, if any: other statements wait for it to end. Whoever waited checks
@@ -118,16 +100,13 @@ export function openSqlite(url: string): SqliteDatabase {
     while (busy) await busy;
     let release!: () => void;
     busy = new Promise((resolve) => (release = resolve));
-    let open = true;
     try {
       statement('BEGIN IMMEDIATE').run();
       try {
-        const result = await work(transactionalSql(() => open));
-        open = false;
+        const result = await sealedWork(transactional, work);
         statement('COMMIT').run();
         return result;
       } catch (error) {
-        open = false;
         // Some errors (SQLITE_FULL, SQLITE_IOERR…) have rolled the transaction back already.
         if (db.inTransaction) statement('ROLLBACK').run();
         throw error;
